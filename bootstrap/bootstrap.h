@@ -1,0 +1,41 @@
+/*
+ * Bootstrap: the job-wide address exchange (put/get/fence of opaque blobs),
+ * provided by whatever launched the process: the embedded mrail-run
+ * key-value service ("kvs") now, PMIx later. A new bootstrap is one folder
+ * plus one line in bootstrap/registry.c.
+ */
+#ifndef MRAIL_BOOTSTRAP_H
+#define MRAIL_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MRAIL_BOOTSTRAP_KEY_MAX 255
+#define MRAIL_BOOTSTRAP_VALUE_MAX 65536
+
+struct mrail_bootstrap;
+
+struct mrail_bootstrap_ops {
+	const char *name;
+	/* 1 if this process was launched by this bootstrap (environment). */
+	int (*detect)(void);
+	/* Connect to the launcher. 0 or a negative MRAIL_ERR_*. */
+	int (*init)(struct mrail_bootstrap **bs);
+	void (*fini)(struct mrail_bootstrap *bs);
+	uint32_t (*rank)(struct mrail_bootstrap *bs);
+	uint32_t (*size)(struct mrail_bootstrap *bs);
+	/* Publish key=value (visible to others after the next fence). */
+	int (*put)(struct mrail_bootstrap *bs, const char *key,
+		   const void *val, size_t len);
+	/* Wait until every rank has called fence (collective). */
+	int (*fence)(struct mrail_bootstrap *bs);
+	/* Read a key published before the last fence; *len: capacity in,
+	 * length out. MRAIL_ERR_NOT_FOUND if absent. */
+	int (*get)(struct mrail_bootstrap *bs, const char *key, void *val,
+		   size_t *len);
+};
+
+/* bootstrap/registry.c: the first bootstrap whose detect() says yes. */
+const struct mrail_bootstrap_ops *mrail_bootstrap_detect(void);
+
+#endif

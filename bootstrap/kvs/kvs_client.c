@@ -1,0 +1,2 @@
+/* placeholder: being written */
+typedef int mrail_placeholder_kvs_client;

@@ -1,0 +1,154 @@
+/*
+ * The driver interface: what the engine needs from a network (TCP sockets,
+ * InfiniBand verbs, libfabric). A driver moves frames between endpoints and
+ * knows nothing of tags, matching or strategies.
+ *
+ * A frame is a "head" (engine headers and eager data, at most
+ * caps.max_head bytes, always delivered to the engine in a driver buffer)
+ * optionally followed by a "body" (rendezvous payload) that the receiving
+ * engine directs into memory of its choice (the user's buffer), so payload
+ * is never copied on the way in when the driver has
+ * MRAIL_DRV_CAP_RECV_INTO_USER.
+ *
+ * Threading: a driver instance is only called with the engine lock held;
+ * upcalls are made only from inside ops->progress() (never from send or
+ * connect), so the engine may call ops again from an upcall.
+ *
+ * Adding a driver: one folder drivers/<name>/ exporting one
+ * `const struct mrail_drv_ops mrail_<name>_driver_ops`, plus one line in
+ * drivers/registry.c.
+ */
+#ifndef MRAIL_DRIVER_H
+#define MRAIL_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define MRAIL_DRV_ABI_VERSION 1
+
+struct mrail_drv;    /* one driver instance per engine */
+struct mrail_drv_ep; /* one connection (a rail, or a pending connection) */
+
+enum mrail_drv_cap_flags {
+	MRAIL_DRV_CAP_RECV_INTO_USER = 1u << 0, /* body lands in engine iov */
+	MRAIL_DRV_CAP_RDMA_WRITE = 1u << 1,
+	MRAIL_DRV_CAP_RDMA_READ = 1u << 2,
+	MRAIL_DRV_CAP_NEEDS_REG = 1u << 3, /* memory registration required */
+};
+
+struct mrail_drv_caps {
+	size_t max_head;       /* largest head a frame may carry */
+	uint64_t max_body;     /* largest body of one frame */
+	int max_body_iov;      /* most iovec entries for a body (send or recv) */
+	size_t eager_max_hint; /* sensible eager/rendezvous switch */
+	unsigned flags;        /* MRAIL_DRV_CAP_* */
+	double nominal_bandwidth; /* bytes/s, 0 if unknown */
+	double nominal_latency;   /* seconds, 0 if unknown */
+};
+
+/* Calls from the driver into the engine (only from ops->progress). */
+struct mrail_drv_upcalls {
+	/*
+	 * A peer connected to one of our listeners. Return the context to
+	 * associate with the new endpoint, or NULL to refuse (the driver then
+	 * closes it). The engine authenticates the peer on its first frame.
+	 */
+	void *(*accepted)(void *engine_ctx, struct mrail_drv_ep *ep);
+	/* An outgoing connect finished: status 0 or a negative MRAIL_ERR_*. */
+	void (*connected)(void *ep_ctx, int status);
+	/* A frame without body arrived; head is valid during the call only. */
+	void (*recv_frame)(void *ep_ctx, const void *head, size_t head_len);
+	/*
+	 * A frame with a body of body_len bytes arrived. The engine fills
+	 * dst[0..*dst_cnt) (capacity given in *dst_cnt on entry, at least
+	 * caps.max_body_iov) with where the body goes, exactly body_len
+	 * bytes in total, and returns a cookie passed to recv_body_done when
+	 * the body is in place. Returning NULL rejects the frame: the driver
+	 * drops the connection (ep_error follows).
+	 */
+	void *(*recv_body)(void *ep_ctx, const void *head, size_t head_len,
+			   uint64_t body_len, struct iovec *dst, int *dst_cnt);
+	void (*recv_body_done)(void *ep_ctx, void *cookie);
+	/* A posted send left (the memory it referenced may be reused). */
+	void (*send_done)(void *ep_ctx, void *send_ctx, int status);
+	/*
+	 * The connection failed or the peer closed it (status
+	 * MRAIL_ERR_PEER, MRAIL_ERR_PROTO, ...). After this upcall the driver
+	 * makes no further upcalls for ep except send_done (with an error)
+	 * for sends still pending; the engine then calls ops->ep_close.
+	 */
+	void (*ep_error)(void *ep_ctx, int status, const char *why);
+};
+
+struct mrail_drv_open_args {
+	const struct mrail_drv_upcalls *upcalls;
+	void *engine_ctx; /* passed to upcalls->accepted */
+};
+
+struct mrail_drv_ops {
+	const char *name;
+	unsigned abi_version; /* MRAIL_DRV_ABI_VERSION */
+
+	int (*open)(const struct mrail_drv_open_args *args,
+		    struct mrail_drv **drv);
+	void (*close)(struct mrail_drv *drv); /* closes every endpoint */
+	void (*query_caps)(struct mrail_drv *drv, struct mrail_drv_caps *caps);
+
+	/*
+	 * Start listening on a local address ("127.0.0.1", an interface IP;
+	 * NULL = any). Writes the peer-facing address blob into addr
+	 * (capacity *addr_len, set to the length used) and a printable form
+	 * into name. Returns a listener index >= 0 or a negative error.
+	 */
+	int (*listen)(struct mrail_drv *drv, const char *local, void *addr,
+		      size_t *addr_len, char *name, size_t name_len);
+
+	/*
+	 * Connect (non-blocking) from local address `local` (NULL = any) to a
+	 * peer's listener address blob. upcalls->connected reports the end.
+	 * Frames may be sent right away; they leave once connected.
+	 */
+	int (*connect)(struct mrail_drv *drv, const char *local,
+		       const void *addr, size_t addr_len, void *ep_ctx,
+		       struct mrail_drv_ep **ep);
+
+	/* Change the context upcalls get for ep (after authentication). */
+	void (*ep_set_ctx)(struct mrail_drv_ep *ep, void *ep_ctx);
+
+	/*
+	 * Post a frame. head (<= max_head) and the body memory must stay
+	 * valid until send_done(send_ctx); the body iovec array itself is
+	 * copied. Frames on one endpoint leave in posting order.
+	 */
+	int (*send)(struct mrail_drv_ep *ep, const void *head, size_t head_len,
+		    const struct iovec *body, int body_cnt, void *send_ctx);
+
+	/* Bytes posted on ep but not yet handed to the network. */
+	uint64_t (*ep_backlog)(struct mrail_drv_ep *ep);
+
+	/* Make progress, run upcalls. Returns events handled (>= 0). */
+	int (*progress)(struct mrail_drv *drv);
+
+	/* An fd that becomes readable when progress() has work (for blocking
+	 * waits and the progress thread), or -1. */
+	int (*wait_fd)(struct mrail_drv *drv);
+
+	/* Printable local and remote addresses of an endpoint. */
+	void (*ep_names)(struct mrail_drv_ep *ep, char *local, size_t llen,
+			 char *remote, size_t rlen);
+
+	/*
+	 * Close an endpoint now, without blocking (the engine flushes first
+	 * by progressing until ep_backlog() is 0). Sends still pending are
+	 * dropped without upcall; no upcall for ep afterwards.
+	 */
+	void (*ep_close)(struct mrail_drv_ep *ep);
+};
+
+/* drivers/registry.c */
+const struct mrail_drv_ops *mrail_driver_find(const char *name);
+/* Comma-separated names of the built-in drivers (for error messages). */
+const char *mrail_driver_names(void);
+
+#endif

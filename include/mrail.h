@@ -1,0 +1,261 @@
+/*
+ * libmrail — drive all the NICs ("rails") of a host as one.
+ *
+ * Public API. Everything here is prefixed mrail_ / MRAIL_; nothing else is
+ * exported by libmrail.so.
+ *
+ * Model
+ * -----
+ * An engine owns the local rails (driver endpoints) and one "gate" per remote
+ * process (peer). Messages are tagged and non-blocking: mrail_isend() puts a
+ * message on its peer's send queue and returns at once; mrail_irecv() posts a
+ * receive. Requests complete through mrail_test()/mrail_wait*(), which also
+ * make progress. A message's payload may travel as several chunks over
+ * several rails and is reassembled in place in the receive buffer.
+ *
+ * Matching (MPI semantics)
+ * ------------------------
+ * A receive (src, tag, mask) matches a message from peer P with tag T when
+ * (src == MRAIL_ANY_PEER || src == P) and (T & mask) == (tag & mask).
+ * Messages from one peer are matched in the order they were sent
+ * (non-overtaking), whatever rails they used. A message that arrives before a
+ * matching receive is posted is buffered (unexpected) and matched later.
+ * A receive buffer smaller than the message completes with
+ * MRAIL_ERR_TRUNCATE; bytes beyond the buffer are never written.
+ * Messages may be 0 bytes up to SIZE_MAX bytes (at least 4 GiB - 1 is tested).
+ *
+ * Threads
+ * -------
+ * Every function of an engine may be called from any thread, also
+ * concurrently: calls are serialized by one lock per engine (thread-safe, not
+ * concurrent). With MRAIL_PROGRESS_THREAD=1 (or cfg.progress_thread) a
+ * background thread makes progress, so messages move while the application
+ * computes without calling into the library. Different engines are
+ * independent. mrail_engine_destroy() must not race with other calls on the
+ * same engine.
+ *
+ * Errors
+ * ------
+ * Functions return MRAIL_OK (0) or a negative MRAIL_ERR_* code;
+ * mrail_strerror() names it. Details (which variable, which peer, which
+ * connection) go to the log (stderr), controlled by MRAIL_LOG_LEVEL.
+ */
+#ifndef MRAIL_H
+#define MRAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define MRAIL_API __attribute__((visibility("default")))
+#else
+#define MRAIL_API
+#endif
+
+#define MRAIL_VERSION_MAJOR 0
+#define MRAIL_VERSION_MINOR 1
+
+/* ---- error codes ------------------------------------------------------ */
+enum mrail_error {
+	MRAIL_OK = 0,
+	MRAIL_ERR_INVALID = -1,      /* invalid argument or request state */
+	MRAIL_ERR_NOMEM = -2,        /* out of memory */
+	MRAIL_ERR_TRUNCATE = -3,     /* message longer than the receive buffer */
+	MRAIL_ERR_PEER = -4,         /* peer unreachable or died */
+	MRAIL_ERR_CANCELED = -5,     /* receive canceled */
+	MRAIL_ERR_CONFIG = -6,       /* bad configuration value (see log) */
+	MRAIL_ERR_BOOTSTRAP = -7,    /* address exchange failed */
+	MRAIL_ERR_NOT_FOUND = -8,    /* unknown driver, strategy, rail, peer */
+	MRAIL_ERR_AGAIN = -9,        /* not complete yet */
+	MRAIL_ERR_BUSY = -10,        /* cannot cancel: already matched */
+	MRAIL_ERR_TIMEOUT = -11,     /* time limit reached */
+	MRAIL_ERR_IO = -12,          /* system call failed (see log) */
+	MRAIL_ERR_PEER_CLOSED = -13, /* peer closed its engine */
+	MRAIL_ERR_AUTH = -14,        /* job key mismatch */
+	MRAIL_ERR_PROTO = -15,       /* malformed data from the network */
+};
+
+/* Static, never NULL. */
+MRAIL_API const char *mrail_strerror(int err);
+
+/* ---- configuration ---------------------------------------------------- */
+#define MRAIL_CONFIG_VERSION 1
+#define MRAIL_JOB_KEY_BYTES 16
+
+enum mrail_log_level {
+	MRAIL_LOG_ERROR = 0,
+	MRAIL_LOG_WARN = 1,
+	MRAIL_LOG_INFO = 2,
+	MRAIL_LOG_DEBUG = 3,
+	MRAIL_LOG_TRACE = 4,
+};
+
+/*
+ * Engine configuration. Always fill it with mrail_config_init() first (the
+ * struct may grow; `version` tells the library which fields exist), then
+ * change fields. Each field's environment variable is applied by
+ * mrail_config_init(); a malformed value makes it fail with
+ * MRAIL_ERR_CONFIG and a log line naming the variable.
+ * Strings are copied by mrail_engine_create().
+ */
+struct mrail_config {
+	unsigned version;          /* MRAIL_CONFIG_VERSION */
+	const char *drivers;       /* MRAIL_DRIVERS: comma list, default "tcp" */
+	const char *rails;         /* MRAIL_RAILS: comma list of local interface
+	                              names or IP addresses, one rail each;
+	                              NULL = loopback rails */
+	unsigned tcp_loopback_rails; /* MRAIL_TCP_LOOPBACK_RAILS: number of
+	                              loopback rails when `rails` is NULL (1..64) */
+	const char *strategy;      /* MRAIL_STRATEGY: name[:key=value,...],
+	                              default "single" */
+	int log_level;             /* MRAIL_LOG_LEVEL: error|warn|info|debug|trace
+	                              or 0..4, default warn */
+	const char *profile_dir;   /* MRAIL_PROFILE_DIR: rail profiles (sampler) */
+	size_t eager_max;          /* MRAIL_EAGER_MAX: bytes; larger messages use
+	                              rendezvous (default 32768, max 1 MiB) */
+	int progress_thread;       /* MRAIL_PROGRESS_THREAD: 0|1 */
+	int bootstrap;             /* MRAIL_BOOTSTRAP: auto (-1), 0 = standalone
+	                              (peers added with mrail_peer_add), 1 = must
+	                              be launched (mrail-run) */
+	double connect_timeout;    /* MRAIL_CONNECT_TIMEOUT: seconds (default 30) */
+	double finalize_timeout;   /* MRAIL_FINALIZE_TIMEOUT: seconds (default 5) */
+	int has_job_key;           /* set when MRAIL_JOB_KEY (32 hex digits) was
+	                              given; every data connection must then prove
+	                              it knows the key */
+	uint8_t job_key[MRAIL_JOB_KEY_BYTES];
+};
+
+MRAIL_API int mrail_config_init(struct mrail_config *cfg);
+
+/* ---- engine ----------------------------------------------------------- */
+typedef struct mrail_engine mrail_engine_t;
+typedef struct mrail_request mrail_request_t;
+typedef uint32_t mrail_peer_t;
+
+#define MRAIL_ANY_PEER ((mrail_peer_t)UINT32_MAX)
+#define MRAIL_TAG_MASK_ALL (~(uint64_t)0)
+
+/*
+ * Create an engine. cfg may be NULL (defaults + environment).
+ * When launched by mrail-run (or, later, a PMIx launcher) and cfg->bootstrap
+ * is not 0, the engine exchanges addresses with the whole job and connects to
+ * every rank: peer r is rank r (the process itself included, as peer
+ * mrail_rank()). Otherwise the engine is standalone: add peers with
+ * mrail_peer_add().
+ */
+MRAIL_API int mrail_engine_create(const struct mrail_config *cfg,
+				  mrail_engine_t **engine);
+
+/*
+ * Flush queued sends (bounded by finalize_timeout), tell every peer this
+ * engine closes, and free everything. Requests not yet completed are lost.
+ */
+MRAIL_API int mrail_engine_destroy(mrail_engine_t *engine);
+
+/* Rank and job size when bootstrapped; 0 and 1 when standalone. */
+MRAIL_API uint32_t mrail_rank(const mrail_engine_t *engine);
+MRAIL_API uint32_t mrail_size(const mrail_engine_t *engine);
+
+/* ---- peers ------------------------------------------------------------ */
+/*
+ * This engine's address blob (opaque, at most MRAIL_ADDR_MAX bytes): give it
+ * to peers out of band. *len holds the buffer size on entry, the blob size on
+ * return (MRAIL_ERR_INVALID with the needed size if too small).
+ */
+#define MRAIL_ADDR_MAX 4096
+MRAIL_API int mrail_address(mrail_engine_t *engine, void *buf, size_t *len);
+
+/*
+ * Add a peer from its address blob and start connecting its rails
+ * (non-blocking: sends queue until the rails are up). Both sides must add
+ * each other. Adding the engine's own address yields a self peer.
+ */
+MRAIL_API int mrail_peer_add(mrail_engine_t *engine, const void *addr,
+			     size_t len, mrail_peer_t *peer);
+
+/* Number of peers (bootstrapped: the job size). */
+MRAIL_API uint32_t mrail_peer_count(const mrail_engine_t *engine);
+
+/* ---- messages --------------------------------------------------------- */
+typedef struct mrail_status {
+	mrail_peer_t source; /* sender */
+	uint64_t tag;        /* sender's tag */
+	size_t length;       /* bytes received (sent, for a send request) */
+	int error;           /* MRAIL_OK or MRAIL_ERR_* */
+} mrail_status_t;
+
+/*
+ * Post a send. The buffer (and the memory behind the iovec; the iovec array
+ * itself is copied) must stay untouched until the request completes.
+ */
+MRAIL_API int mrail_isend(mrail_engine_t *engine, mrail_peer_t dest,
+			  const void *buf, size_t len, uint64_t tag,
+			  mrail_request_t **req);
+MRAIL_API int mrail_isendv(mrail_engine_t *engine, mrail_peer_t dest,
+			   const struct iovec *iov, int iovcnt, uint64_t tag,
+			   mrail_request_t **req);
+
+/* Post a receive; src may be MRAIL_ANY_PEER. */
+MRAIL_API int mrail_irecv(mrail_engine_t *engine, mrail_peer_t src,
+			  void *buf, size_t len, uint64_t tag, uint64_t mask,
+			  mrail_request_t **req);
+MRAIL_API int mrail_irecvv(mrail_engine_t *engine, mrail_peer_t src,
+			   const struct iovec *iov, int iovcnt, uint64_t tag,
+			   uint64_t mask, mrail_request_t **req);
+
+/*
+ * Completion. When a request is complete, test/wait fill *status (may be
+ * NULL), free the request, and the handle becomes invalid. They return
+ * MRAIL_OK once the request completed (check status->error for its
+ * outcome); mrail_test() returns MRAIL_ERR_AGAIN while it is pending.
+ * wait_all/wait_any skip NULL entries and set completed entries to NULL;
+ * wait_all returns the first error of any request (MRAIL_OK if none).
+ */
+MRAIL_API int mrail_test(mrail_engine_t *engine, mrail_request_t *req,
+			 mrail_status_t *status);
+MRAIL_API int mrail_wait(mrail_engine_t *engine, mrail_request_t *req,
+			 mrail_status_t *status);
+MRAIL_API int mrail_wait_all(mrail_engine_t *engine, size_t count,
+			     mrail_request_t **reqs, mrail_status_t *statuses);
+MRAIL_API int mrail_wait_any(mrail_engine_t *engine, size_t count,
+			     mrail_request_t **reqs, size_t *index,
+			     mrail_status_t *status);
+
+/*
+ * Cancel a posted receive that has not been matched yet: it completes with
+ * MRAIL_ERR_CANCELED (collect it with test/wait). MRAIL_ERR_BUSY if already
+ * matched, MRAIL_ERR_INVALID for a send request.
+ */
+MRAIL_API int mrail_cancel(mrail_engine_t *engine, mrail_request_t *req);
+
+/* Make progress; returns the number of events handled (>= 0) or an error. */
+MRAIL_API int mrail_progress(mrail_engine_t *engine);
+
+/* ---- rails and counters ----------------------------------------------- */
+struct mrail_rail_stats {
+	char driver[16];        /* "tcp", ... */
+	char local[64];         /* local endpoint, e.g. "127.0.0.1:40123" */
+	char remote[64];        /* peer endpoint */
+	int up;                 /* connected and healthy */
+	uint64_t tx_bytes, rx_bytes;       /* payload bytes (user data) */
+	uint64_t tx_msgs, rx_msgs;         /* messages whose first byte used
+	                                      this rail (eager or rendezvous) */
+	uint64_t tx_chunks, rx_chunks;     /* rendezvous payload chunks */
+	uint64_t tx_packets, rx_packets;   /* eager/control packets */
+	uint64_t tx_wire_bytes, rx_wire_bytes; /* everything, headers included */
+};
+
+/* Number of rails to a peer (0 for the self peer). */
+MRAIL_API int mrail_rail_count(const mrail_engine_t *engine, mrail_peer_t peer);
+MRAIL_API int mrail_rail_stats(mrail_engine_t *engine, mrail_peer_t peer,
+			       int rail, struct mrail_rail_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MRAIL_H */

@@ -1,0 +1,25 @@
+/* The built-in strategies. A new strategy adds one line here. */
+#include "strategies/strategy.h"
+
+#include <string.h>
+
+extern const struct mrail_strategy_ops mrail_single_strategy_ops;
+extern const struct mrail_strategy_ops mrail_iso_strategy_ops;
+
+static const struct mrail_strategy_ops *const strategies[] = {
+	&mrail_single_strategy_ops,
+	&mrail_iso_strategy_ops,
+};
+
+const struct mrail_strategy_ops *mrail_strategy_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof strategies / sizeof strategies[0]; i++)
+		if (!strcmp(strategies[i]->name, name))
+			return strategies[i];
+	return NULL;
+}
+
+const char *mrail_strategy_names(void)
+{
+	return "single, iso";
+}

@@ -1,0 +1,78 @@
+/*
+ * Strategy interface: the scheduling decisions of the engine, taken by a
+ * plugin. The engine calls a strategy at its decision points; the strategy
+ * sees each rail of a gate through a read-only view (never driver
+ * internals) and answers with a rail choice or a chunk plan.
+ *
+ * Decision points (NewMadeleine's, seed 004):
+ *  - eager_rail: before an eager packet leaves for a gate (also when a rail
+ *    of that gate becomes idle with messages queued): which idle rail takes
+ *    it.
+ *  - rdv_split: a rendezvous request has just been matched by the receiver:
+ *    which rails carry which byte ranges of the payload.
+ *
+ * Adding a strategy: one folder strategies/<name>/ exporting one
+ * `const struct mrail_strategy_ops mrail_<name>_strategy_ops`, plus one line
+ * in strategies/registry.c.
+ */
+#ifndef MRAIL_STRATEGY_H
+#define MRAIL_STRATEGY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MRAIL_STRATEGY_ABI_VERSION 1
+#define MRAIL_MAX_RAILS 64
+#define MRAIL_MAX_CHUNKS 256
+
+/* What a strategy may know about one rail of a gate. */
+struct mrail_rail_view {
+	unsigned index;         /* rail index within the gate */
+	int idle;               /* nothing waiting to leave on this rail */
+	uint64_t backlog_bytes; /* bytes posted, not yet on the network */
+	double bandwidth;       /* bytes/s estimate (nominal until sampled) */
+	double latency;         /* seconds estimate */
+	size_t eager_max;       /* eager/rendezvous switch on this rail */
+};
+
+struct mrail_chunk {
+	unsigned rail;
+	uint64_t offset;
+	uint64_t length;
+};
+
+struct mrail_strategy_ops {
+	const char *name;
+	unsigned abi_version; /* MRAIL_STRATEGY_ABI_VERSION */
+
+	/* args: the part after "name:" in MRAIL_STRATEGY ("" if none).
+	 * Unknown keys or bad values: return MRAIL_ERR_CONFIG and log. */
+	int (*init)(const char *args, void **state);
+	void (*fini)(void *state);
+
+	/* Rail for an eager packet of `bytes` bytes, among the idle rails of
+	 * rails[0..n); -1 to keep it queued until a rail is idle. */
+	int (*eager_rail)(void *state, const struct mrail_rail_view *rails,
+			  unsigned n, size_t bytes);
+
+	/* Split a rendezvous payload of `length` bytes (> 0) into at most
+	 * `max` chunks covering [0, length) exactly, in offset order.
+	 * Returns the chunk count (>= 1). */
+	int (*rdv_split)(void *state, const struct mrail_rail_view *rails,
+			 unsigned n, uint64_t length, struct mrail_chunk *out,
+			 unsigned max);
+};
+
+/* strategies/registry.c */
+const struct mrail_strategy_ops *mrail_strategy_find(const char *name);
+const char *mrail_strategy_names(void);
+
+/* Helpers shared by strategies (strategies/common.c). */
+/* Idle rail with the highest bandwidth (ties: lowest index), or -1. */
+int mrail_strategy_fastest_idle(const struct mrail_rail_view *rails,
+				unsigned n);
+/* Rail predicted to finish `bytes` first, counting its backlog. */
+int mrail_strategy_earliest_finish(const struct mrail_rail_view *rails,
+				   unsigned n, uint64_t bytes);
+
+#endif

@@ -1,0 +1,26 @@
+/* Byte ranges of scatter/gather lists. */
+#ifndef MRAIL_UTIL_IOV_H
+#define MRAIL_UTIL_IOV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* Total length of an iovec (saturates at SIZE_MAX). */
+size_t mrail_iov_length(const struct iovec *iov, int cnt);
+
+/*
+ * Describe bytes [off, off+len) of iov as at most `max` entries in out.
+ * Returns the entry count, or -1 if the range is outside iov or needs more
+ * than `max` entries.
+ */
+int mrail_iov_slice(const struct iovec *iov, int cnt, size_t off, size_t len,
+		    struct iovec *out, int max);
+
+/* Copy between a flat buffer and bytes [off, off+len) of an iovec. */
+void mrail_iov_to_buf(void *dst, const struct iovec *iov, int cnt, size_t off,
+		      size_t len);
+void mrail_buf_to_iov(const struct iovec *iov, int cnt, size_t off,
+		      const void *src, size_t len);
+
+#endif
