@@ -1,0 +1,200 @@
+/* Configuration defaults and the MRAIL_* environment variables. */
+#include "libmrail/engine.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+/* Every MRAIL_* variable anything in the project reads; others warn. */
+static const char *const known_vars[] = {
+	"MRAIL_DRIVERS", "MRAIL_RAILS", "MRAIL_TCP_LOOPBACK_RAILS",
+	"MRAIL_STRATEGY", "MRAIL_LOG_LEVEL", "MRAIL_PROFILE_DIR",
+	"MRAIL_EAGER_MAX", "MRAIL_PROGRESS_THREAD", "MRAIL_BOOTSTRAP",
+	"MRAIL_CONNECT_TIMEOUT", "MRAIL_FINALIZE_TIMEOUT", "MRAIL_JOB_KEY",
+	/* set by mrail-run for the bootstrap */
+	"MRAIL_RANK", "MRAIL_SIZE", "MRAIL_LOCAL_RANK", "MRAIL_LOCAL_SIZE",
+	"MRAIL_KVS_ADDR", "MRAIL_BOOTSTRAP_TIMEOUT", "MRAIL_JOB_ID",
+};
+
+static int bad(const char *var, const char *val, const char *expect)
+{
+	mrail_error("invalid %s='%s': expected %s", var, val, expect);
+	return MRAIL_ERR_CONFIG;
+}
+
+static int env_u64(const char *var, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	const char *s = getenv(var);
+	char *end;
+	if (!s)
+		return MRAIL_OK;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	/* Accept k/m/g suffixes for sizes (powers of 1024). */
+	if (end != s && (*end == 'k' || *end == 'K'))
+		v <<= 10, end++;
+	else if (end != s && (*end == 'm' || *end == 'M'))
+		v <<= 20, end++;
+	else if (end != s && (*end == 'g' || *end == 'G'))
+		v <<= 30, end++;
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+		char expect[96];
+		snprintf(expect, sizeof expect, "an integer in [%llu, %llu]",
+			 (unsigned long long)lo, (unsigned long long)hi);
+		return bad(var, s, expect);
+	}
+	*out = v;
+	return MRAIL_OK;
+}
+
+static int env_seconds(const char *var, double *out)
+{
+	const char *s = getenv(var);
+	char *end;
+	if (!s)
+		return MRAIL_OK;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 86400)
+		return bad(var, s, "a number of seconds in (0, 86400]");
+	*out = v;
+	return MRAIL_OK;
+}
+
+static int env_bool(const char *var, int *out)
+{
+	const char *s = getenv(var);
+	if (!s)
+		return MRAIL_OK;
+	if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "on") ||
+	    !strcmp(s, "true"))
+		*out = 1;
+	else if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "off") ||
+		 !strcmp(s, "false"))
+		*out = 0;
+	else
+		return bad(var, s, "0 or 1");
+	return MRAIL_OK;
+}
+
+static int env_string(const char *var, const char **out)
+{
+	const char *s = getenv(var);
+	if (!s)
+		return MRAIL_OK;
+	if (!*s)
+		return bad(var, s, "a non-empty value");
+	*out = s;
+	return MRAIL_OK;
+}
+
+static void warn_unknown_vars(void)
+{
+	for (char **ep = environ; ep && *ep; ep++) {
+		if (strncmp(*ep, "MRAIL_", 6))
+			continue;
+		size_t n = strcspn(*ep, "=");
+		int known = 0;
+		for (size_t i = 0; i < sizeof known_vars / sizeof *known_vars;
+		     i++)
+			if (strlen(known_vars[i]) == n &&
+			    !strncmp(*ep, known_vars[i], n))
+				known = 1;
+		if (!known)
+			mrail_warn("unknown environment variable %.*s ignored "
+				   "(typo?)", (int)n, *ep);
+	}
+}
+
+MRAIL_API int mrail_config_init(struct mrail_config *c)
+{
+	uint64_t v;
+	int rc;
+
+	if (!c)
+		return MRAIL_ERR_INVALID;
+	memset(c, 0, sizeof *c);
+	c->version = MRAIL_CONFIG_VERSION;
+	c->drivers = "tcp";
+	c->tcp_loopback_rails = 1;
+	c->strategy = "single";
+	c->log_level = MRAIL_LOG_WARN;
+	c->eager_max = 32768;
+	c->bootstrap = -1;
+	c->connect_timeout = 30;
+	c->finalize_timeout = 5;
+
+	/* The log level first, so the other messages obey it. */
+	const char *lvl = getenv("MRAIL_LOG_LEVEL");
+	if (lvl) {
+		int l = mrail_log_parse_level(lvl);
+		if (l < 0)
+			return bad("MRAIL_LOG_LEVEL", lvl,
+				   "error, warn, info, debug, trace or 0..4");
+		c->log_level = l;
+		mrail_log_level = l;
+	}
+	if ((rc = env_string("MRAIL_DRIVERS", &c->drivers)) ||
+	    (rc = env_string("MRAIL_RAILS", &c->rails)) ||
+	    (rc = env_string("MRAIL_STRATEGY", &c->strategy)) ||
+	    (rc = env_string("MRAIL_PROFILE_DIR", &c->profile_dir)))
+		return rc;
+	v = c->tcp_loopback_rails;
+	if ((rc = env_u64("MRAIL_TCP_LOOPBACK_RAILS", 1, MRAIL_MAX_RAILS, &v)))
+		return rc;
+	c->tcp_loopback_rails = (unsigned)v;
+	v = c->eager_max;
+	if ((rc = env_u64("MRAIL_EAGER_MAX", 0, MRAIL_EAGER_MAX_LIMIT, &v)))
+		return rc;
+	c->eager_max = (size_t)v;
+	if ((rc = env_bool("MRAIL_PROGRESS_THREAD", &c->progress_thread)))
+		return rc;
+	const char *bs = getenv("MRAIL_BOOTSTRAP");
+	if (bs) {
+		if (!strcmp(bs, "auto"))
+			c->bootstrap = -1;
+		else if ((rc = env_bool("MRAIL_BOOTSTRAP", &c->bootstrap)))
+			return bad("MRAIL_BOOTSTRAP", bs, "auto, 0 or 1");
+	}
+	if ((rc = env_seconds("MRAIL_CONNECT_TIMEOUT", &c->connect_timeout)) ||
+	    (rc = env_seconds("MRAIL_FINALIZE_TIMEOUT", &c->finalize_timeout)))
+		return rc;
+	const char *key = getenv("MRAIL_JOB_KEY");
+	if (key) {
+		if (mrail_auth_key_parse(key, c->job_key))
+			return bad("MRAIL_JOB_KEY", "(hidden)",
+				   "32 hexadecimal digits");
+		c->has_job_key = 1;
+	}
+	warn_unknown_vars();
+	return MRAIL_OK;
+}
+
+int config_copy_strings(struct mrail_engine *e, const struct mrail_config *c)
+{
+	const char *src[4] = {c->drivers, c->rails, c->strategy,
+			      c->profile_dir};
+	e->cfg = *c;
+	for (int i = 0; i < 4; i++) {
+		e->cfg_strings[i] = src[i] ? strdup(src[i]) : NULL;
+		if (src[i] && !e->cfg_strings[i])
+			return MRAIL_ERR_NOMEM;
+	}
+	e->cfg.drivers = e->cfg_strings[0];
+	e->cfg.rails = e->cfg_strings[1];
+	e->cfg.strategy = e->cfg_strings[2];
+	e->cfg.profile_dir = e->cfg_strings[3];
+	return MRAIL_OK;
+}
+
+void config_free_strings(struct mrail_engine *e)
+{
+	for (int i = 0; i < 4; i++) {
+		free(e->cfg_strings[i]);
+		e->cfg_strings[i] = NULL;
+	}
+}

@@ -1,0 +1,473 @@
+/* Engine life cycle: configuration, local rails, bootstrap wire-up, close. */
+#include "libmrail/engine.h"
+#include "bootstrap/bootstrap.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+void engine_lock(struct mrail_engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+}
+
+void engine_unlock(struct mrail_engine *e)
+{
+	pthread_mutex_unlock(&e->lock);
+}
+
+MRAIL_API uint32_t mrail_rank(const mrail_engine_t *e)
+{
+	return e ? e->rank : 0;
+}
+
+MRAIL_API uint32_t mrail_size(const mrail_engine_t *e)
+{
+	return e ? e->size : 0;
+}
+
+static int select_driver(struct mrail_engine *e)
+{
+	char name[32];
+	size_t n = strcspn(e->cfg.drivers, ",");
+	if (n >= sizeof name || e->cfg.drivers[n] == ',') {
+		mrail_error("invalid MRAIL_DRIVERS='%s': one driver for now "
+			    "(known: %s)", e->cfg.drivers, mrail_driver_names());
+		return MRAIL_ERR_CONFIG;
+	}
+	memcpy(name, e->cfg.drivers, n);
+	name[n] = '\0';
+	e->drv_ops = mrail_driver_find(name);
+	if (!e->drv_ops) {
+		mrail_error("invalid MRAIL_DRIVERS='%s': unknown driver (known: "
+			    "%s)", e->cfg.drivers, mrail_driver_names());
+		return MRAIL_ERR_CONFIG;
+	}
+	if (e->drv_ops->abi_version != MRAIL_DRV_ABI_VERSION) {
+		mrail_error("driver '%s' has ABI %u, the engine needs %u", name,
+			    e->drv_ops->abi_version, MRAIL_DRV_ABI_VERSION);
+		return MRAIL_ERR_CONFIG;
+	}
+	struct mrail_drv_open_args args = {&engine_upcalls, e};
+	int rc = e->drv_ops->open(&args, &e->drv);
+	if (rc != MRAIL_OK) {
+		mrail_error("driver '%s' failed to open: %s", name,
+			    mrail_strerror(rc));
+		return rc;
+	}
+	e->drv_ops->query_caps(e->drv, &e->caps);
+	return MRAIL_OK;
+}
+
+static int select_strategy(struct mrail_engine *e)
+{
+	char name[64];
+	const char *spec = e->cfg.strategy;
+	size_t n = strcspn(spec, ":");
+	if (n == 0 || n >= sizeof name) {
+		mrail_error("invalid MRAIL_STRATEGY='%s' (known: %s)", spec,
+			    mrail_strategy_names());
+		return MRAIL_ERR_CONFIG;
+	}
+	memcpy(name, spec, n);
+	name[n] = '\0';
+	e->strategy = mrail_strategy_find(name);
+	if (!e->strategy) {
+		mrail_error("invalid MRAIL_STRATEGY='%s': unknown strategy "
+			    "(known: %s)", spec, mrail_strategy_names());
+		return MRAIL_ERR_CONFIG;
+	}
+	return e->strategy->init(spec[n] ? spec + n + 1 : "",
+				 &e->strategy_state);
+}
+
+/* An IP address, or the first address of a named interface (IPv4 first). */
+static int resolve_local(const char *token, char *out, size_t len)
+{
+	struct in6_addr a6;
+	struct ifaddrs *ifs, *it;
+	int found = 0;
+
+	if (inet_pton(AF_INET, token, &a6) == 1 ||
+	    inet_pton(AF_INET6, token, &a6) == 1) {
+		snprintf(out, len, "%s", token);
+		return 0;
+	}
+	if (getifaddrs(&ifs))
+		return -1;
+	for (int want = AF_INET; !found && want; want = want == AF_INET ? AF_INET6 : 0)
+		for (it = ifs; it && !found; it = it->ifa_next) {
+			if (!it->ifa_addr || strcmp(it->ifa_name, token) ||
+			    it->ifa_addr->sa_family != want)
+				continue;
+			const void *src = want == AF_INET
+				? (const void *)&((struct sockaddr_in *)it->ifa_addr)->sin_addr
+				: (const void *)&((struct sockaddr_in6 *)it->ifa_addr)->sin6_addr;
+			if (want == AF_INET6 &&
+			    IN6_IS_ADDR_LINKLOCAL((const struct in6_addr *)src))
+				continue; /* needs a scope id: not for rails */
+			found = inet_ntop(want, src, out, (socklen_t)len) != NULL;
+		}
+	freeifaddrs(ifs);
+	return found ? 0 : -1;
+}
+
+static int open_local_rail(struct mrail_engine *e, const char *local)
+{
+	if (e->nlocal >= MRAIL_MAX_RAILS) {
+		mrail_error("invalid MRAIL_RAILS: more than %d rails",
+			    MRAIL_MAX_RAILS);
+		return MRAIL_ERR_CONFIG;
+	}
+	struct local_rail *l = &e->local[e->nlocal];
+	l->ops = e->drv_ops;
+	l->drv = e->drv;
+	l->caps = e->caps;
+	snprintf(l->local, sizeof l->local, "%s", local);
+	l->addr_len = sizeof l->addr;
+	int rc = l->ops->listen(l->drv, local, l->addr, &l->addr_len, l->name,
+				sizeof l->name);
+	if (rc < 0) {
+		mrail_error("rail %u: cannot listen on %s: %s", e->nlocal, local,
+			    mrail_strerror(rc));
+		return rc;
+	}
+	e->nlocal++;
+	return MRAIL_OK;
+}
+
+static int open_local_rails(struct mrail_engine *e)
+{
+	char addr[INET6_ADDRSTRLEN];
+	int rc = MRAIL_OK;
+
+	if (!e->cfg.rails) {
+		if (e->cfg.tcp_loopback_rails < 1 ||
+		    e->cfg.tcp_loopback_rails > MRAIL_MAX_RAILS) {
+			mrail_error("invalid MRAIL_TCP_LOOPBACK_RAILS=%u: 1..%d",
+				    e->cfg.tcp_loopback_rails, MRAIL_MAX_RAILS);
+			return MRAIL_ERR_CONFIG;
+		}
+		for (unsigned i = 0; i < e->cfg.tcp_loopback_rails && !rc; i++)
+			rc = open_local_rail(e, "127.0.0.1");
+		return rc;
+	}
+	char *copy = strdup(e->cfg.rails), *save = NULL;
+	if (!copy)
+		return MRAIL_ERR_NOMEM;
+	for (char *t = strtok_r(copy, ",", &save); t && !rc;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (resolve_local(t, addr, sizeof addr)) {
+			mrail_error("invalid MRAIL_RAILS='%s': '%s' is neither "
+				    "an IP address nor an interface with one",
+				    e->cfg.rails, t);
+			rc = MRAIL_ERR_CONFIG;
+			break;
+		}
+		rc = open_local_rail(e, addr);
+	}
+	free(copy);
+	if (!rc && e->nlocal == 0) {
+		mrail_error("invalid MRAIL_RAILS='%s': no rail", e->cfg.rails);
+		rc = MRAIL_ERR_CONFIG;
+	}
+	return rc;
+}
+
+static int gates_ready(struct mrail_engine *e, int *failed)
+{
+	int ready = 1;
+	*failed = 0;
+	for (uint32_t i = 0; i < e->ngates; i++) {
+		if (e->gates[i]->state == GATE_CONNECTING)
+			ready = 0;
+		else if (e->gates[i]->state != GATE_UP)
+			*failed = 1;
+	}
+	return ready || *failed;
+}
+
+static int bootstrap_wireup(struct mrail_engine *e,
+			    const struct mrail_bootstrap_ops *bo)
+{
+	struct mrail_bootstrap *bs;
+	uint8_t blob[MRAIL_ADDR_MAX];
+	char key[64], prefix[32];
+	size_t len = sizeof blob;
+	int rc, failed;
+
+	if ((rc = bo->init(&bs)) != MRAIL_OK)
+		return rc;
+	e->rank = bo->rank(bs);
+	e->size = bo->size(bs);
+	e->bootstrapped = 1;
+	snprintf(prefix, sizeof prefix, "rank %u", e->rank);
+	mrail_log_set_prefix(prefix);
+	snprintf(key, sizeof key, "mrail.addr.%u", e->rank);
+	rc = engine_address(e, blob, &len);
+	if (!rc)
+		rc = bo->put(bs, key, blob, len);
+	if (!rc)
+		rc = bo->fence(bs);
+	for (uint32_t r = 0; r < e->size && !rc; r++) {
+		mrail_peer_t id;
+		len = sizeof blob;
+		snprintf(key, sizeof key, "mrail.addr.%u", r);
+		rc = bo->get(bs, key, blob, &len);
+		if (rc)
+			mrail_error("bootstrap: no address for rank %u: %s", r,
+				    mrail_strerror(rc));
+		else
+			rc = gate_add(e, blob, len, &id);
+	}
+	bo->fini(bs);
+	if (rc)
+		return rc == MRAIL_ERR_NOMEM ? rc : MRAIL_ERR_BOOTSTRAP;
+	while (!gates_ready(e, &failed)) {
+		engine_progress(e);
+		handshake_expire(e);
+	}
+	if (failed) {
+		mrail_error("wire-up failed: not every peer could be reached");
+		return MRAIL_ERR_PEER;
+	}
+	mrail_info("connected to %u ranks over %u rail(s) each", e->size,
+		   e->nlocal);
+	return MRAIL_OK;
+}
+
+static void engine_free(struct mrail_engine *e);
+
+static int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
+{
+	int rc;
+
+	if (cfg->version != MRAIL_CONFIG_VERSION) {
+		mrail_error("struct mrail_config version %u, expected %u: "
+			    "initialize it with mrail_config_init()",
+			    cfg->version, MRAIL_CONFIG_VERSION);
+		return MRAIL_ERR_CONFIG;
+	}
+	if ((rc = config_copy_strings(e, cfg)))
+		return rc;
+	if (!e->cfg.drivers || !e->cfg.strategy) {
+		mrail_error("mrail_config: drivers and strategy must be set");
+		return MRAIL_ERR_CONFIG;
+	}
+	if (e->cfg.eager_max > MRAIL_EAGER_MAX_LIMIT) {
+		mrail_error("invalid eager_max=%zu (MRAIL_EAGER_MAX): at most %u",
+			    e->cfg.eager_max, MRAIL_EAGER_MAX_LIMIT);
+		return MRAIL_ERR_CONFIG;
+	}
+	if (!(e->cfg.connect_timeout > 0) || !(e->cfg.finalize_timeout > 0)) {
+		mrail_error("connect_timeout and finalize_timeout must be > 0");
+		return MRAIL_ERR_CONFIG;
+	}
+	if (e->cfg.log_level >= MRAIL_LOG_ERROR &&
+	    e->cfg.log_level <= MRAIL_LOG_TRACE)
+		mrail_log_level = e->cfg.log_level;
+	if ((rc = select_strategy(e)) || (rc = select_driver(e)))
+		return rc;
+	if (e->cfg.eager_max > e->caps.max_head / 2)
+		e->cfg.eager_max = e->caps.max_head / 2;
+	e->packet_cap = mrail_wire_eager_size(e->cfg.eager_max) +
+			sizeof(struct mrail_wire_pkt_hdr);
+	if (e->packet_cap < 65536)
+		e->packet_cap = 65536;
+	if (e->packet_cap > e->caps.max_head)
+		e->packet_cap = e->caps.max_head;
+	if ((rc = open_local_rails(e)))
+		return rc;
+	do {
+		if (mrail_auth_random(&e->uuid, sizeof e->uuid))
+			return MRAIL_ERR_IO;
+	} while (e->uuid == 0);
+
+	const struct mrail_bootstrap_ops *bo = mrail_bootstrap_detect();
+	if (e->cfg.bootstrap == 1 && !bo) {
+		mrail_error("MRAIL_BOOTSTRAP=1 but this process was not started "
+			    "by a launcher (run it with mrail-run)");
+		return MRAIL_ERR_BOOTSTRAP;
+	}
+	if (bo && e->cfg.bootstrap != 0) {
+		if ((rc = bootstrap_wireup(e, bo)))
+			return rc;
+	} else {
+		e->rank = 0;
+		e->size = 1;
+	}
+	if (e->cfg.progress_thread && (rc = progress_thread_start(e)))
+		return rc;
+	return MRAIL_OK;
+}
+
+MRAIL_API int mrail_engine_create(const struct mrail_config *cfg,
+				  mrail_engine_t **out)
+{
+	struct mrail_config defaults;
+	int rc;
+
+	if (!out)
+		return MRAIL_ERR_INVALID;
+	*out = NULL;
+	if (!cfg) {
+		if ((rc = mrail_config_init(&defaults)))
+			return rc;
+		cfg = &defaults;
+	}
+	struct mrail_engine *e = calloc(1, sizeof *e);
+	if (!e)
+		return MRAIL_ERR_NOMEM;
+	pthread_mutex_init(&e->lock, NULL);
+	mrail_list_init(&e->handshaking);
+	mrail_list_init(&e->sched_gates);
+	mrail_list_init(&e->posted);
+	mrail_list_init(&e->unexpected);
+	mrail_list_init(&e->free_ops);
+	e->wake_fd = -1;
+	engine_lock(e);
+	rc = engine_init(e, cfg);
+	engine_unlock(e);
+	if (rc) {
+		engine_free(e);
+		return rc;
+	}
+	*out = e;
+	return MRAIL_OK;
+}
+
+/* ---- destroy ---------------------------------------------------------- */
+
+static int sends_flushed(struct mrail_engine *e)
+{
+	for (uint32_t i = 0; i < e->ngates; i++) {
+		struct gate *g = e->gates[i];
+		if (g->state != GATE_UP)
+			continue;
+		if (!mrail_list_empty(&g->sendq))
+			return 0;
+		for (unsigned j = 0; j < g->nrails; j++)
+			if (g->rails[j] && g->rails[j]->ep &&
+			    g->rails[j]->state == RAIL_UP &&
+			    e->drv_ops->ep_backlog(g->rails[j]->ep))
+				return 0;
+	}
+	return 1;
+}
+
+static int peers_closed(struct mrail_engine *e)
+{
+	for (uint32_t i = 0; i < e->ngates; i++) {
+		struct gate *g = e->gates[i];
+		if (!g->self && (g->state == GATE_UP || g->state == GATE_CONNECTING))
+			return 0;
+	}
+	return 1;
+}
+
+static void send_byes(struct mrail_engine *e)
+{
+	for (uint32_t i = 0; i < e->ngates; i++) {
+		struct gate *g = e->gates[i];
+		if (g->state != GATE_UP)
+			continue;
+		for (unsigned j = 0; j < g->nrails; j++) {
+			struct rail *r = g->rails[j];
+			struct send_op *op;
+			if (!r || r->state != RAIL_UP || !(op = packet_get(e)))
+				continue;
+			op->len += mrail_wire_put_bye(op->buf + op->len);
+			if (rail_post_packet(e, r, op))
+				packet_put(e, op);
+		}
+	}
+}
+
+/*
+ * Close politely: flush what is queued, tell every peer (BYE on each rail,
+ * after everything else we sent on it), then wait for the peers' BYEs so
+ * that no connection is torn down with data still in flight.
+ */
+static void engine_close(struct mrail_engine *e)
+{
+	double deadline = mrail_now() + e->cfg.finalize_timeout;
+
+	while (!sends_flushed(e) && mrail_now() < deadline)
+		engine_progress(e);
+	if (!sends_flushed(e))
+		mrail_warn("engine closing with sends still queued after %.1f s",
+			   e->cfg.finalize_timeout);
+	send_byes(e);
+	while ((!peers_closed(e) || !sends_flushed(e)) && mrail_now() < deadline)
+		engine_progress(e);
+	for (uint32_t i = 0; i < e->ngates; i++)
+		if (e->gates[i]->state == GATE_UP)
+			mrail_debug("%s did not close its engine within %.1f s",
+				    e->gates[i]->name, e->cfg.finalize_timeout);
+}
+
+static void free_pending_requests(struct mrail_engine *e)
+{
+	struct mrail_list *pos, *tmp;
+	mrail_list_foreach_safe(pos, tmp, &e->posted) {
+		struct mrail_request *r =
+			mrail_list_entry(pos, struct mrail_request, link);
+		mrail_list_remove(pos);
+		request_free(e, r);
+	}
+	mrail_list_foreach_safe(pos, tmp, &e->unexpected) {
+		struct unexpected *u =
+			mrail_list_entry(pos, struct unexpected, link);
+		mrail_list_remove(pos);
+		if (u->self_send)
+			request_free(e, u->self_send);
+		free(u);
+	}
+}
+
+static void engine_free(struct mrail_engine *e)
+{
+	struct mrail_list *pos, *tmp;
+
+	for (uint32_t i = 0; i < e->ngates; i++)
+		gate_free(e, e->gates[i]);
+	free(e->gates);
+	mrail_list_foreach_safe(pos, tmp, &e->handshaking) {
+		struct rail *r = mrail_list_entry(pos, struct rail, link);
+		mrail_list_remove(pos);
+		rail_close(e, r);
+		free(r);
+	}
+	free_pending_requests(e);
+	if (e->drv)
+		e->drv_ops->close(e->drv);
+	if (e->strategy && e->strategy_state)
+		e->strategy->fini(e->strategy_state);
+	mrail_list_foreach_safe(pos, tmp, &e->free_ops) {
+		struct send_op *op = mrail_list_entry(pos, struct send_op, link);
+		mrail_list_remove(pos);
+		free(op->buf);
+		free(op);
+	}
+	free(e->handles);
+	config_free_strings(e);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}
+
+MRAIL_API int mrail_engine_destroy(mrail_engine_t *e)
+{
+	if (!e)
+		return MRAIL_ERR_INVALID;
+	progress_thread_stop(e);
+	engine_lock(e);
+	engine_close(e);
+	engine_unlock(e);
+	engine_free(e);
+	return MRAIL_OK;
+}

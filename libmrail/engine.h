@@ -1,0 +1,306 @@
+/*
+ * Engine internals shared by the files of libmrail/. Every function here
+ * expects the engine lock to be held unless it says otherwise.
+ *
+ * Path of one message (read the files in this order):
+ *   send.c      isend: the request joins its gate's send queue; the
+ *               strategy picks an idle rail; eager messages are packed
+ *               (aggregated) into a packet, large ones become an RTS record.
+ *   rail.c      packets and chunks posted on a rail's driver endpoint.
+ *   recv.c      a packet arrives: records are put back in send order per
+ *               gate, then matched against posted receives or kept as
+ *               unexpected.
+ *   rdv.c       a matched RTS: the strategy splits the payload into chunks
+ *               (rail, offset, length); RTR per chunk; the sender answers
+ *               with DATA frames whose body lands in the user buffer.
+ *   request.c   completion, test/wait.
+ */
+#ifndef MRAIL_ENGINE_H
+#define MRAIL_ENGINE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "mrail.h"
+#include "drivers/driver.h"
+#include "strategies/strategy.h"
+#include "util/auth.h"
+#include "util/list.h"
+#include "libmrail/wire.h"
+#include "util/iov.h"
+
+#include <stdio.h>
+
+#define MRAIL_IOV_MAX 1024
+#define MRAIL_EAGER_MAX_LIMIT (1u << 20)
+
+/* ---- requests --------------------------------------------------------- */
+enum req_kind { REQ_SEND = 1, REQ_RECV = 2 };
+
+enum req_phase {
+	REQ_QUEUED,       /* send: on the gate's send queue */
+	REQ_POSTED,       /* recv: on the posted queue, unmatched */
+	REQ_RDV_WAIT_RTR, /* send: RTS sent, waiting for the receiver */
+	REQ_RDV_ACTIVE,   /* payload chunks moving */
+	REQ_SELF_WAIT,    /* send to self, parked until matched */
+	REQ_DONE,
+};
+
+struct mrail_request {
+	struct mrail_list link; /* in the list of its phase */
+	struct mrail_list gate_link; /* rdv requests of a gate (failure) */
+	int kind;
+	int phase;
+	mrail_status_t status;
+	struct gate *gate;      /* send: destination; recv: source when
+	                           matched (NULL while posted from any) */
+	mrail_peer_t peer;      /* as posted (recv: may be MRAIL_ANY_PEER) */
+	uint64_t tag, mask;
+	struct iovec *iov;
+	int iovcnt;
+	struct iovec iov1;      /* storage for contiguous buffers */
+	size_t len;             /* total buffer length */
+	uint64_t seq;           /* send: gate sequence number */
+	uint64_t id;            /* rendezvous handle (0 if none) */
+	uint64_t remote_id;     /* recv: sender's send_id */
+	uint64_t expected;      /* rdv: payload bytes that will move */
+	uint64_t done_bytes;    /* rdv: payload bytes moved so far */
+	int outstanding;        /* driver operations still referencing us */
+	int error;              /* first error seen (completion status) */
+};
+
+/* ---- rails ------------------------------------------------------------ */
+enum rail_state {
+	RAIL_CONNECTING,  /* connect posted, HELLO queued */
+	RAIL_WAIT_HELLO,  /* accepted, HELLO not yet received */
+	RAIL_WAIT_ACK,    /* connected, HELLO sent, waiting for the ACK */
+	RAIL_UP,
+	RAIL_CLOSED,
+};
+
+/* Something posted on a rail whose completion we must see. */
+enum send_op_kind { OP_PACKET, OP_DATA };
+struct send_op {
+	struct mrail_list link; /* rail->posted, or the free list */
+	int kind;
+	struct rail *rail;
+	struct mrail_request *req; /* OP_DATA: the send it serves */
+	uint64_t bytes;            /* payload bytes carried */
+	size_t cap, len;           /* OP_PACKET buffer */
+	uint8_t *buf;
+};
+
+struct rail {
+	struct mrail_list link;   /* engine->handshaking while unbound */
+	struct mrail_engine *engine;
+	struct gate *gate;        /* NULL until authenticated */
+	unsigned index;           /* within the gate */
+	int state;
+	struct local_rail *local; /* the listener/driver it belongs to */
+	struct mrail_drv_ep *ep;
+	double deadline;          /* handshake must finish before */
+	uint8_t hello_nonce[MRAIL_AUTH_NONCE_BYTES];
+	uint64_t peer_uuid;       /* accepted: from an authenticated HELLO */
+	int authenticated;        /* accepted: HELLO checked, gate unknown */
+	size_t eager_max;
+	double bandwidth, latency;
+	struct mrail_list posted; /* send_ops not completed */
+	uint64_t rx_len;          /* body being received (one at a time) */
+	struct mrail_rail_stats stats;
+};
+
+/* A local rail endpoint: one driver listener (one per local interface). */
+struct local_rail {
+	const struct mrail_drv_ops *ops;
+	struct mrail_drv *drv;
+	struct mrail_drv_caps caps;
+	char local[64];           /* address we bind/connect from */
+	char name[64];            /* printable listener address */
+	uint8_t addr[256];        /* listener address blob (driver's) */
+	size_t addr_len;
+};
+
+/* ---- gates (peers) ---------------------------------------------------- */
+enum gate_state { GATE_CONNECTING, GATE_UP, GATE_CLOSED, GATE_FAILED };
+
+struct remote_rail {
+	char driver[16];
+	uint8_t addr[256];
+	size_t addr_len;
+};
+
+struct gate {
+	struct mrail_list sched_link; /* engine->sched_gates if queued */
+	int scheduled;
+	mrail_peer_t id;
+	uint64_t uuid;
+	int self;
+	int state;
+	int error;                /* why it failed */
+	int bye_received;
+	char name[32];            /* "rank 3" / "peer 3" for logs */
+	unsigned nrails;          /* rails to this peer */
+	unsigned rails_up;
+	struct rail *rails[MRAIL_MAX_RAILS];
+	unsigned nremote;
+	struct remote_rail remote[MRAIL_MAX_RAILS];
+	struct mrail_list sendq;   /* sends not yet started, in seq order */
+	struct mrail_list rdv;     /* rendezvous requests in flight */
+	uint64_t next_send_seq;
+	uint64_t next_recv_seq;
+	struct mrail_list ooo;     /* records that arrived early, by seq */
+	size_t eager_max;          /* min over rails */
+	double deadline;           /* rails must be up before */
+};
+
+/* A message that arrived before its receive was posted. */
+enum unexp_kind { UNEXP_EAGER, UNEXP_RTS, UNEXP_SELF };
+struct unexpected {
+	struct mrail_list link;
+	int kind;
+	struct gate *gate;
+	uint64_t seq;             /* for the out-of-order list */
+	uint64_t tag;
+	uint64_t len;             /* message length */
+	uint64_t send_id;         /* RTS */
+	struct mrail_request *self_send; /* UNEXP_SELF */
+	uint8_t data[];           /* UNEXP_EAGER payload */
+};
+
+/* ---- the engine ------------------------------------------------------- */
+struct handle_slot {
+	struct mrail_request *req;
+	uint32_t gen;
+};
+
+struct mrail_engine {
+	pthread_mutex_t lock;
+	struct mrail_config cfg;
+	char *cfg_strings[4];
+
+	uint64_t uuid;
+	uint32_t rank, size;
+	int bootstrapped;
+
+	unsigned nlocal;
+	struct local_rail local[MRAIL_MAX_RAILS];
+	const struct mrail_drv_ops *drv_ops;
+	struct mrail_drv *drv;
+	struct mrail_drv_caps caps;
+
+	const struct mrail_strategy_ops *strategy;
+	void *strategy_state;
+
+	uint32_t ngates, gates_cap;
+	struct gate **gates;
+	struct mrail_list handshaking; /* accepted rails before HELLO */
+	struct mrail_list sched_gates; /* gates with queued sends */
+
+	struct mrail_list posted;      /* posted receives, in order */
+	struct mrail_list unexpected;  /* unexpected messages, in order */
+
+	struct handle_slot *handles;   /* rendezvous ids */
+	uint32_t handles_cap, handles_free_hint;
+
+	struct mrail_list free_ops;    /* recycled packet send_ops */
+	size_t packet_cap;
+
+	int progress_thread_running;
+	int progress_thread_stop;
+	pthread_t progress_thread;
+	int wake_fd;
+
+	uint64_t progress_calls;
+	int in_progress;
+};
+
+/* engine.c */
+void engine_lock(struct mrail_engine *e);
+void engine_unlock(struct mrail_engine *e);
+
+/* config.c */
+int config_copy_strings(struct mrail_engine *e, const struct mrail_config *c);
+void config_free_strings(struct mrail_engine *e);
+
+/* request.c */
+struct mrail_request *request_new(struct mrail_engine *e, int kind,
+				  const struct iovec *iov, int iovcnt,
+				  const void *buf, size_t len);
+void request_complete(struct mrail_engine *e, struct mrail_request *r,
+		      int error);
+void request_free(struct mrail_engine *e, struct mrail_request *r);
+uint64_t handle_assign(struct mrail_engine *e, struct mrail_request *r);
+struct mrail_request *handle_lookup(struct mrail_engine *e, uint64_t id);
+void handle_release(struct mrail_engine *e, struct mrail_request *r);
+
+/* gate.c */
+int gate_add(struct mrail_engine *e, const void *addr, size_t len,
+	     mrail_peer_t *out);
+struct gate *gate_get(struct mrail_engine *e, mrail_peer_t id);
+void gate_fail(struct mrail_engine *e, struct gate *g, int error,
+	       const char *why);
+void gate_free(struct mrail_engine *e, struct gate *g);
+int engine_address(struct mrail_engine *e, void *buf, size_t *len);
+
+/* handshake.c */
+extern const struct mrail_drv_upcalls engine_upcalls;
+int handshake_send_hello(struct mrail_engine *e, struct rail *r);
+void handshake_on_frame(struct mrail_engine *e, struct rail *r,
+			const void *head, size_t len);
+void handshake_expire(struct mrail_engine *e);
+void rail_up(struct mrail_engine *e, struct rail *r);
+
+/* rail.c */
+struct rail *rail_new(struct mrail_engine *e, struct local_rail *l);
+void rail_close(struct mrail_engine *e, struct rail *r);
+void rail_op_done(struct mrail_engine *e, struct send_op *op, int status);
+struct send_op *packet_get(struct mrail_engine *e);
+void packet_put(struct mrail_engine *e, struct send_op *op);
+int rail_post_packet(struct mrail_engine *e, struct rail *r,
+		     struct send_op *op);
+int rail_post_data(struct mrail_engine *e, struct rail *r,
+		   struct mrail_request *req, uint64_t recv_id,
+		   uint64_t offset, uint64_t len);
+int rail_is_idle(const struct rail *r);
+unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views);
+
+/* send.c */
+int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r);
+void gate_schedule(struct mrail_engine *e, struct gate *g);
+void schedule_pending(struct mrail_engine *e);
+
+/* recv.c */
+void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
+		    size_t len);
+int recv_post(struct mrail_engine *e, struct mrail_request *r);
+void recv_arrived(struct mrail_engine *e, struct gate *g, struct unexpected *u);
+void recv_deliver_eager(struct mrail_engine *e, struct mrail_request *r,
+			struct gate *g, uint64_t tag, const void *data,
+			uint64_t len);
+int match(const struct mrail_request *r, const struct gate *g, uint64_t tag);
+void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error);
+
+/* rdv.c */
+void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
+		    struct gate *g, uint64_t tag, uint64_t msg_len,
+		    uint64_t send_id);
+void rdv_on_rtr(struct mrail_engine *e, struct rail *r,
+		const struct mrail_wire_rtr *rtr);
+void *rdv_on_data(struct mrail_engine *e, struct rail *r, const void *head,
+		  size_t hlen, uint64_t body_len, struct iovec *dst,
+		  int *dst_cnt);
+void rdv_on_data_done(struct mrail_engine *e, struct rail *r, void *cookie);
+void rdv_data_sent(struct mrail_engine *e, struct send_op *op, int status);
+
+/* self.c */
+int self_send(struct mrail_engine *e, struct gate *g, struct mrail_request *r);
+void self_match(struct mrail_engine *e, struct mrail_request *recv,
+		struct unexpected *u);
+
+/* progress.c */
+int engine_progress(struct mrail_engine *e);
+int progress_thread_start(struct mrail_engine *e);
+void progress_thread_stop(struct mrail_engine *e);
+void engine_idle_wait(struct mrail_engine *e, int timeout_ms);
+
+#endif

@@ -1,0 +1,91 @@
+/* Progress: drivers, deferred scheduling, timeouts, the progress thread. */
+#include "libmrail/engine.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+int engine_progress(struct mrail_engine *e)
+{
+	int events = e->drv_ops->progress(e->drv);
+	if (!mrail_list_empty(&e->sched_gates))
+		schedule_pending(e);
+	if ((++e->progress_calls & 1023) == 0)
+		handshake_expire(e);
+	return events;
+}
+
+MRAIL_API int mrail_progress(mrail_engine_t *e)
+{
+	if (!e)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	int n = engine_progress(e);
+	engine_unlock(e);
+	return n;
+}
+
+/* Sleep until a driver has something or timeout_ms passes (lock not held). */
+void engine_idle_wait(struct mrail_engine *e, int timeout_ms)
+{
+	struct pollfd p = {e->drv_ops->wait_fd(e->drv), POLLIN, 0};
+	if (p.fd >= 0)
+		poll(&p, 1, timeout_ms);
+}
+
+static void *progress_main(void *arg)
+{
+	struct mrail_engine *e = arg;
+	struct pollfd p[2] = {{e->drv_ops->wait_fd(e->drv), POLLIN, 0},
+			      {e->wake_fd, POLLIN, 0}};
+	for (;;) {
+		engine_lock(e);
+		int stop = e->progress_thread_stop;
+		if (!stop)
+			engine_progress(e);
+		engine_unlock(e);
+		if (stop)
+			break;
+		/* Sleep in the kernel until a socket is ready; the timeout
+		 * bounds how late handshake deadlines are noticed. */
+		poll(p, p[0].fd >= 0 ? 2 : 1, 100);
+	}
+	return NULL;
+}
+
+int progress_thread_start(struct mrail_engine *e)
+{
+	e->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (e->wake_fd < 0) {
+		mrail_error("progress thread: eventfd: %s", strerror(errno));
+		return MRAIL_ERR_IO;
+	}
+	int rc = pthread_create(&e->progress_thread, NULL, progress_main, e);
+	if (rc) {
+		mrail_error("progress thread: pthread_create: %s", strerror(rc));
+		close(e->wake_fd);
+		e->wake_fd = -1;
+		return MRAIL_ERR_IO;
+	}
+	e->progress_thread_running = 1;
+	return MRAIL_OK;
+}
+
+void progress_thread_stop(struct mrail_engine *e)
+{
+	uint64_t one = 1;
+	if (!e->progress_thread_running)
+		return;
+	engine_lock(e);
+	e->progress_thread_stop = 1;
+	engine_unlock(e);
+	if (write(e->wake_fd, &one, sizeof one) < 0)
+		mrail_debug("progress thread wake-up: %s", strerror(errno));
+	pthread_join(e->progress_thread, NULL);
+	close(e->wake_fd);
+	e->wake_fd = -1;
+	e->progress_thread_running = 0;
+}

@@ -1,0 +1,200 @@
+/* Rails: one driver endpoint to one peer; what is posted on it. */
+#include "libmrail/engine.h"
+#include "util/iov.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct rail *rail_new(struct mrail_engine *e, struct local_rail *l)
+{
+	struct rail *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	mrail_list_init(&r->link);
+	mrail_list_init(&r->posted);
+	r->engine = e;
+	r->local = l;
+	r->eager_max = e->cfg.eager_max;
+	if (r->eager_max > l->caps.max_head / 2)
+		r->eager_max = l->caps.max_head / 2;
+	/* Until the sampler provides a profile: the driver's nominal speed,
+	 * else a conservative 1 GB/s, 10 us. */
+	r->bandwidth = l->caps.nominal_bandwidth > 0 ? l->caps.nominal_bandwidth
+						     : 1e9;
+	r->latency = l->caps.nominal_latency > 0 ? l->caps.nominal_latency
+						 : 10e-6;
+	snprintf(r->stats.driver, sizeof r->stats.driver, "%s", l->ops->name);
+	return r;
+}
+
+void rail_op_done(struct mrail_engine *e, struct send_op *op, int status)
+{
+	mrail_list_remove(&op->link);
+	if (op->kind == OP_PACKET) {
+		packet_put(e, op);
+	} else {
+		rdv_data_sent(e, op, status);
+		free(op);
+	}
+}
+
+void rail_close(struct mrail_engine *e, struct rail *r)
+{
+	struct mrail_list *pos, *tmp;
+
+	if (r->ep) {
+		r->local->ops->ep_close(r->ep);
+		r->ep = NULL;
+	}
+	if (r->state == RAIL_UP && r->gate && r->gate->rails_up > 0)
+		r->gate->rails_up--;
+	r->state = RAIL_CLOSED;
+	r->stats.up = 0;
+	/* The driver drops what was pending without upcalls: settle here. */
+	mrail_list_foreach_safe(pos, tmp, &r->posted)
+		rail_op_done(e, mrail_list_entry(pos, struct send_op, link),
+			   MRAIL_ERR_PEER);
+}
+
+struct send_op *packet_get(struct mrail_engine *e)
+{
+	struct send_op *op;
+	if (!mrail_list_empty(&e->free_ops)) {
+		op = mrail_list_first(&e->free_ops, struct send_op, link);
+		mrail_list_remove(&op->link);
+	} else {
+		op = calloc(1, sizeof *op);
+		if (!op)
+			return NULL;
+		op->buf = malloc(e->packet_cap);
+		if (!op->buf) {
+			free(op);
+			return NULL;
+		}
+		op->cap = e->packet_cap;
+		mrail_list_init(&op->link);
+	}
+	op->kind = OP_PACKET;
+	op->len = mrail_wire_put_pkt_hdr(op->buf);
+	op->rail = NULL;
+	op->req = NULL;
+	op->bytes = 0;
+	return op;
+}
+
+void packet_put(struct mrail_engine *e, struct send_op *op)
+{
+	mrail_list_append(&e->free_ops, &op->link);
+}
+
+int rail_post_packet(struct mrail_engine *e, struct rail *r,
+		     struct send_op *op)
+{
+	(void)e;
+	op->rail = r;
+	mrail_list_append(&r->posted, &op->link);
+	int rc = r->local->ops->send(r->ep, op->buf, op->len, NULL, 0, op);
+	if (rc) {
+		mrail_list_remove(&op->link);
+		return rc;
+	}
+	r->stats.tx_packets++;
+	r->stats.tx_wire_bytes += op->len;
+	return MRAIL_OK;
+}
+
+/* One DATA frame: bytes [offset, offset+len) of req on rail r. */
+static int post_data_frame(struct rail *r, struct mrail_request *req,
+			   uint64_t recv_id, uint64_t offset, uint64_t len,
+			   const struct iovec *body, int cnt)
+{
+	struct send_op *op = calloc(1, sizeof *op + sizeof(struct mrail_wire_data));
+	if (!op)
+		return MRAIL_ERR_NOMEM;
+	op->kind = OP_DATA;
+	op->rail = r;
+	op->req = req;
+	op->bytes = len;
+	op->buf = (uint8_t *)(op + 1);
+	op->len = mrail_wire_put_data(op->buf, recv_id, offset, len);
+	mrail_list_append(&r->posted, &op->link);
+	int rc = r->local->ops->send(r->ep, op->buf, op->len, body, cnt, op);
+	if (rc) {
+		mrail_list_remove(&op->link);
+		free(op);
+		return rc;
+	}
+	req->outstanding++;
+	r->stats.tx_chunks++;
+	r->stats.tx_bytes += len;
+	r->stats.tx_wire_bytes += op->len + len;
+	return MRAIL_OK;
+}
+
+int rail_post_data(struct mrail_engine *e, struct rail *r,
+		   struct mrail_request *req, uint64_t recv_id,
+		   uint64_t offset, uint64_t len)
+{
+	struct iovec stack[16], *slice = stack;
+	int max = req->iovcnt < 16 ? 16 : req->iovcnt, rc = MRAIL_OK;
+	int per_frame = r->local->caps.max_body_iov;
+	(void)e;
+
+	if (len > r->local->caps.max_body) {
+		/* Larger than one frame may carry: several frames. */
+		uint64_t step = r->local->caps.max_body;
+		for (uint64_t o = 0; o < len && rc == MRAIL_OK; o += step)
+			rc = rail_post_data(e, r, req, recv_id, offset + o,
+					    len - o < step ? len - o : step);
+		return rc;
+	}
+	if (max > 16) {
+		slice = malloc(sizeof *slice * (size_t)max);
+		if (!slice)
+			return MRAIL_ERR_NOMEM;
+	}
+	int n = mrail_iov_slice(req->iov, req->iovcnt, offset, len, slice, max);
+	if (n < 0) {
+		rc = MRAIL_ERR_INVALID;
+	} else if (n <= per_frame) {
+		rc = post_data_frame(r, req, recv_id, offset, len, slice, n);
+	} else {
+		/* The driver takes fewer entries per frame: one frame per
+		 * group of entries. */
+		uint64_t o = offset;
+		for (int i = 0; i < n && rc == MRAIL_OK; i += per_frame) {
+			int cnt = n - i < per_frame ? n - i : per_frame;
+			uint64_t l = mrail_iov_length(slice + i, cnt);
+			rc = post_data_frame(r, req, recv_id, o, l, slice + i,
+					     cnt);
+			o += l;
+		}
+	}
+	if (slice != stack)
+		free(slice);
+	return rc;
+}
+
+int rail_is_idle(const struct rail *r)
+{
+	return r->state == RAIL_UP && r->local->ops->ep_backlog(r->ep) == 0;
+}
+
+unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < g->nrails; i++) {
+		struct rail *r = g->rails[i];
+		if (!r || r->state != RAIL_UP)
+			continue;
+		views[n].index = i;
+		views[n].backlog_bytes = r->local->ops->ep_backlog(r->ep);
+		views[n].idle = views[n].backlog_bytes == 0;
+		views[n].bandwidth = r->bandwidth;
+		views[n].latency = r->latency;
+		views[n].eager_max = r->eager_max;
+		n++;
+	}
+	return n;
+}

@@ -1,0 +1,222 @@
+/*
+ * Rendezvous: the receiver matches an RTS, asks the strategy how to split
+ * the payload over the gate's rails, and sends one RTR per chunk on the
+ * chunk's rail; the sender answers each RTR with a DATA frame whose body
+ * the receiving driver puts straight into the user's buffer at its offset.
+ */
+#include "libmrail/engine.h"
+#include "util/iov.h"
+#include "util/log.h"
+
+#include <string.h>
+
+static int plan_is_valid(const struct mrail_chunk *c, int cnt, unsigned nrails,
+			 uint64_t total)
+{
+	uint64_t off = 0;
+	if (cnt < 1 || cnt > MRAIL_MAX_CHUNKS)
+		return 0;
+	for (int i = 0; i < cnt; i++) {
+		if (c[i].rail >= nrails || c[i].offset != off ||
+		    c[i].length == 0 || c[i].length > total - off)
+			return 0;
+		off += c[i].length;
+	}
+	return off == total;
+}
+
+/* One packet of RTR records per rail that has chunks. */
+static int post_rtrs(struct mrail_engine *e, struct gate *g,
+		     const struct mrail_rail_view *views, unsigned n,
+		     const struct mrail_chunk *chunks, int cnt,
+		     struct mrail_request *r)
+{
+	for (unsigned v = 0; v < n; v++) {
+		struct send_op *op = NULL;
+		for (int i = 0; i < cnt; i++) {
+			if (chunks[i].rail != v)
+				continue;
+			if (op && op->len + sizeof(struct mrail_wire_rtr) > op->cap) {
+				int rc = rail_post_packet(e, g->rails[views[v].index], op);
+				if (rc) {
+					packet_put(e, op);
+					return rc;
+				}
+				op = NULL;
+			}
+			if (!op && !(op = packet_get(e)))
+				return MRAIL_ERR_NOMEM;
+			op->len += mrail_wire_put_rtr(op->buf + op->len,
+						      r->remote_id, r->id,
+						      chunks[i].offset,
+						      chunks[i].length,
+						      r->expected);
+		}
+		if (op) {
+			int rc = rail_post_packet(e, g->rails[views[v].index], op);
+			if (rc) {
+				packet_put(e, op);
+				return rc;
+			}
+		}
+	}
+	return MRAIL_OK;
+}
+
+void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
+		    struct gate *g, uint64_t tag, uint64_t msg_len,
+		    uint64_t send_id)
+{
+	struct mrail_rail_view views[MRAIL_MAX_RAILS];
+	struct mrail_chunk chunks[MRAIL_MAX_CHUNKS];
+	uint64_t take = msg_len < r->len ? msg_len : r->len;
+	int cnt, rc;
+
+	r->gate = g;
+	r->status.source = g->id;
+	r->status.tag = tag;
+	r->status.length = take;
+	r->remote_id = send_id;
+	r->expected = take;
+	r->done_bytes = 0;
+	if (msg_len > r->len)
+		r->error = MRAIL_ERR_TRUNCATE;
+	unsigned n = gate_rail_views(g, views);
+	if (n == 0) {
+		request_complete(e, r, g->error ? g->error : MRAIL_ERR_PEER);
+		return;
+	}
+	if (!handle_assign(e, r)) {
+		request_complete(e, r, MRAIL_ERR_NOMEM);
+		return;
+	}
+	r->phase = REQ_RDV_ACTIVE;
+	mrail_list_append(&g->rdv, &r->gate_link);
+	if (take == 0) {
+		/* Nothing to move: one RTR with total 0 releases the sender. */
+		chunks[0] = (struct mrail_chunk){0, 0, 0};
+		cnt = 1;
+	} else {
+		cnt = e->strategy->rdv_split(e->strategy_state, views, n, take,
+					     chunks, MRAIL_MAX_CHUNKS);
+		if (!plan_is_valid(chunks, cnt, n, take)) {
+			mrail_warn("strategy '%s' returned an invalid chunk plan "
+				   "for %llu bytes; sending it whole on one rail",
+				   e->strategy->name, (unsigned long long)take);
+			chunks[0] = (struct mrail_chunk){0, 0, take};
+			cnt = 1;
+		}
+	}
+	rc = post_rtrs(e, g, views, n, chunks, cnt, r);
+	if (take == 0)
+		request_complete(e, r, r->error);
+	if (rc != MRAIL_OK)
+		gate_fail(e, g, rc, "posting rendezvous replies failed");
+}
+
+static int rtr_fits(const struct mrail_request *s, const struct rail *rail,
+		    const struct mrail_wire_rtr *rtr)
+{
+	if (!s || s->kind != REQ_SEND || s->gate != rail->gate)
+		return 0;
+	if (s->phase != REQ_RDV_WAIT_RTR && s->phase != REQ_RDV_ACTIVE)
+		return 0;
+	if (rtr->total > s->len || rtr->offset > rtr->total ||
+	    rtr->len > rtr->total - rtr->offset)
+		return 0;
+	return s->phase == REQ_RDV_WAIT_RTR || rtr->total == s->expected;
+}
+
+void rdv_on_rtr(struct mrail_engine *e, struct rail *rail,
+		const struct mrail_wire_rtr *rtr)
+{
+	struct mrail_request *s = handle_lookup(e, rtr->send_id);
+
+	if (!rtr_fits(s, rail, rtr)) {
+		gate_fail(e, rail->gate, MRAIL_ERR_PROTO,
+			  "rendezvous reply for an unknown send or out of "
+			  "its bounds; connection dropped");
+		return;
+	}
+	if (s->phase == REQ_RDV_WAIT_RTR) {
+		s->phase = REQ_RDV_ACTIVE;
+		s->expected = rtr->total;
+		s->status.length = rtr->total;
+		if (rtr->total == 0) {
+			request_complete(e, s, MRAIL_OK);
+			return;
+		}
+	}
+	if (rtr->len == 0)
+		return;
+	int rc = rail_post_data(e, rail, s, rtr->recv_id, rtr->offset, rtr->len);
+	if (rc != MRAIL_OK)
+		gate_fail(e, rail->gate, rc, "posting a payload chunk failed");
+}
+
+void rdv_data_sent(struct mrail_engine *e, struct send_op *op, int status)
+{
+	struct mrail_request *s = op->req;
+	s->outstanding--;
+	if (status != MRAIL_OK && s->error == MRAIL_OK)
+		s->error = status;
+	else if (status == MRAIL_OK)
+		s->done_bytes += op->bytes;
+	if (s->outstanding == 0 &&
+	    (s->error != MRAIL_OK || s->done_bytes == s->expected))
+		request_complete(e, s, s->error);
+}
+
+void *rdv_on_data(struct mrail_engine *e, struct rail *rail, const void *head,
+		  size_t hlen, uint64_t body_len, struct iovec *dst,
+		  int *dst_cnt)
+{
+	struct mrail_wire_rec rec;
+	const char *why = "not a payload chunk";
+	size_t off = mrail_wire_check_pkt_hdr(head, hlen, &why);
+	struct mrail_request *r = NULL;
+
+	if (off && mrail_wire_next(head, hlen, &off, 0, &rec, &why) == 1 &&
+	    rec.type == MRAIL_WIRE_DATA && off == hlen) {
+		const struct mrail_wire_data *d = &rec.u.data;
+		r = handle_lookup(e, d->recv_id);
+		why = "payload chunk for an unknown receive or out of bounds";
+		if (r && (r->kind != REQ_RECV || r->phase != REQ_RDV_ACTIVE ||
+			  r->gate != rail->gate || d->len != body_len ||
+			  d->len == 0 || d->offset > r->expected ||
+			  d->len > r->expected - d->offset))
+			r = NULL;
+		if (r) {
+			int n = mrail_iov_slice(r->iov, r->iovcnt, d->offset,
+						d->len, dst, *dst_cnt);
+			if (n < 0) {
+				why = "receive iovec has more entries than "
+				      "the driver accepts";
+				r = NULL;
+			} else {
+				*dst_cnt = n;
+			}
+		}
+	}
+	if (!r) {
+		mrail_error("%s rail %u: %s; connection dropped",
+			    rail->gate->name, rail->index, why);
+		return NULL;
+	}
+	r->outstanding++;
+	rail->rx_len = body_len;
+	rail->stats.rx_chunks++;
+	rail->stats.rx_bytes += body_len;
+	rail->stats.rx_wire_bytes += hlen + body_len;
+	return r;
+}
+
+void rdv_on_data_done(struct mrail_engine *e, struct rail *rail, void *cookie)
+{
+	struct mrail_request *r = cookie;
+	r->outstanding--;
+	r->done_bytes += rail->rx_len;
+	rail->rx_len = 0;
+	if (r->done_bytes == r->expected && r->outstanding == 0)
+		request_complete(e, r, r->error);
+}

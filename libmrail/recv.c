@@ -1,0 +1,317 @@
+/*
+ * Arrival and matching: records are put back in each gate's send order
+ * (rails may overtake each other), then matched against posted receives
+ * in posting order, else kept as unexpected until a receive matches.
+ */
+#include "libmrail/engine.h"
+#include "util/iov.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int match(const struct mrail_request *r, const struct gate *g, uint64_t tag)
+{
+	return (r->peer == MRAIL_ANY_PEER || r->peer == g->id) &&
+	       ((tag ^ r->tag) & r->mask) == 0;
+}
+
+static struct mrail_request *find_posted(struct mrail_engine *e,
+					 const struct gate *g, uint64_t tag)
+{
+	struct mrail_list *pos, *tmp;
+	mrail_list_foreach_safe(pos, tmp, &e->posted) {
+		struct mrail_request *r =
+			mrail_list_entry(pos, struct mrail_request, link);
+		if (match(r, g, tag))
+			return r;
+	}
+	return NULL;
+}
+
+void recv_deliver_eager(struct mrail_engine *e, struct mrail_request *r,
+			struct gate *g, uint64_t tag, const void *data,
+			uint64_t len)
+{
+	uint64_t take = len < r->len ? len : r->len;
+	mrail_buf_to_iov(r->iov, r->iovcnt, 0, data, take);
+	r->gate = g;
+	r->status.source = g->id;
+	r->status.tag = tag;
+	r->status.length = take;
+	request_complete(e, r, len > r->len ? MRAIL_ERR_TRUNCATE : MRAIL_OK);
+}
+
+/* Hand an in-order message to its receive, or keep it as unexpected. */
+void recv_arrived(struct mrail_engine *e, struct gate *g, struct unexpected *u)
+{
+	struct mrail_request *r = find_posted(e, g, u->tag);
+	if (!r) {
+		mrail_list_append(&e->unexpected, &u->link);
+		return;
+	}
+	mrail_list_remove(&r->link);
+	if (u->kind == UNEXP_SELF) {
+		self_match(e, r, u);
+		return;
+	}
+	if (u->kind == UNEXP_EAGER)
+		recv_deliver_eager(e, r, g, u->tag, u->data, u->len);
+	else
+		rdv_recv_start(e, r, g, u->tag, u->len, u->send_id);
+	free(u);
+}
+
+static struct unexpected *unexpected_new(struct gate *g,
+					 const struct mrail_wire_rec *rec)
+{
+	struct unexpected *u;
+	if (rec->type == MRAIL_WIRE_EAGER) {
+		u = malloc(sizeof *u + rec->payload_len);
+		if (!u)
+			return NULL;
+		u->kind = UNEXP_EAGER;
+		u->seq = rec->u.eager.seq;
+		u->tag = rec->u.eager.tag;
+		u->len = rec->payload_len;
+		u->send_id = 0;
+		memcpy(u->data, rec->payload, rec->payload_len);
+	} else {
+		u = malloc(sizeof *u);
+		if (!u)
+			return NULL;
+		u->kind = UNEXP_RTS;
+		u->seq = rec->u.rts.seq;
+		u->tag = rec->u.rts.tag;
+		u->len = rec->u.rts.msg_len;
+		u->send_id = rec->u.rts.send_id;
+	}
+	u->gate = g;
+	u->self_send = NULL;
+	mrail_list_init(&u->link);
+	return u;
+}
+
+/* Fast path for an eager message that arrives in order. */
+static int deliver_eager_now(struct mrail_engine *e, struct gate *g,
+			     const struct mrail_wire_rec *rec)
+{
+	struct mrail_request *r = find_posted(e, g, rec->u.eager.tag);
+	if (!r)
+		return 0;
+	mrail_list_remove(&r->link);
+	recv_deliver_eager(e, r, g, rec->u.eager.tag, rec->payload,
+			   rec->payload_len);
+	return 1;
+}
+
+static int ordered_arrival(struct mrail_engine *e, struct gate *g,
+			   const struct mrail_wire_rec *rec, const char **why)
+{
+	uint64_t seq = rec->type == MRAIL_WIRE_EAGER ? rec->u.eager.seq
+						     : rec->u.rts.seq;
+	struct unexpected *u;
+
+	if (seq < g->next_recv_seq) {
+		*why = "duplicate message sequence number";
+		return MRAIL_ERR_PROTO;
+	}
+	if (seq == g->next_recv_seq) {
+		g->next_recv_seq++;
+		if (rec->type != MRAIL_WIRE_EAGER || !deliver_eager_now(e, g, rec)) {
+			if (!(u = unexpected_new(g, rec)))
+				return MRAIL_ERR_NOMEM;
+			recv_arrived(e, g, u);
+		}
+		/* Records that overtook this one may now follow it. */
+		while (!mrail_list_empty(&g->ooo)) {
+			u = mrail_list_first(&g->ooo, struct unexpected, link);
+			if (u->seq != g->next_recv_seq)
+				break;
+			mrail_list_remove(&u->link);
+			g->next_recv_seq++;
+			recv_arrived(e, g, u);
+		}
+		return MRAIL_OK;
+	}
+	/* Early: keep it in sequence order (usually it goes last). */
+	if (!(u = unexpected_new(g, rec)))
+		return MRAIL_ERR_NOMEM;
+	struct mrail_list *pos = g->ooo.prev;
+	while (pos != &g->ooo) {
+		struct unexpected *o = mrail_list_entry(pos, struct unexpected, link);
+		if (o->seq == seq) {
+			free(u);
+			*why = "duplicate message sequence number";
+			return MRAIL_ERR_PROTO;
+		}
+		if (o->seq < seq)
+			break;
+		pos = pos->prev;
+	}
+	mrail_list_insert_before(pos->next, &u->link);
+	return MRAIL_OK;
+}
+
+static void on_bye(struct mrail_engine *e, struct rail *r)
+{
+	struct gate *g = r->gate;
+	r->stats.up = 0;
+	r->state = RAIL_CLOSED; /* nothing more will come on it */
+	if (g->rails_up > 0)
+		g->rails_up--;
+	if (g->rails_up == 0) {
+		g->bye_received = 1;
+		mrail_debug("%s closed its engine", g->name);
+		gate_fail(e, g, MRAIL_ERR_PEER_CLOSED, "peer closed its engine");
+	}
+}
+
+void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
+		    size_t len)
+{
+	struct gate *g = r->gate;
+	struct mrail_wire_rec rec;
+	const char *why = NULL;
+	int rc = MRAIL_OK;
+	size_t off = mrail_wire_check_pkt_hdr(head, len, &why);
+
+	r->stats.rx_packets++;
+	r->stats.rx_wire_bytes += len;
+	if (!off)
+		rc = MRAIL_ERR_PROTO;
+	while (rc == MRAIL_OK && r->state == RAIL_UP) {
+		int more = mrail_wire_next(head, len, &off,
+					   MRAIL_EAGER_MAX_LIMIT, &rec, &why);
+		if (more == 0)
+			break;
+		if (more < 0) {
+			rc = MRAIL_ERR_PROTO;
+			break;
+		}
+		switch (rec.type) {
+		case MRAIL_WIRE_EAGER:
+			r->stats.rx_bytes += rec.payload_len;
+			/* fall through */
+		case MRAIL_WIRE_RTS:
+			r->stats.rx_msgs++;
+			rc = ordered_arrival(e, g, &rec, &why);
+			break;
+		case MRAIL_WIRE_RTR:
+			rdv_on_rtr(e, r, &rec.u.rtr);
+			break;
+		case MRAIL_WIRE_BYE:
+			on_bye(e, r);
+			return;
+		default:
+			why = "record type not allowed on an open rail";
+			rc = MRAIL_ERR_PROTO;
+		}
+	}
+	if (rc != MRAIL_OK) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "rail %u: %s in a packet of %zu bytes; "
+			 "connection dropped", r->index,
+			 why ? why : mrail_strerror(rc), len);
+		gate_fail(e, g, rc, msg);
+	}
+}
+
+/* ---- receive side of the API ------------------------------------------ */
+
+int recv_post(struct mrail_engine *e, struct mrail_request *r)
+{
+	struct mrail_list *pos, *tmp;
+
+	mrail_list_foreach_safe(pos, tmp, &e->unexpected) {
+		struct unexpected *u =
+			mrail_list_entry(pos, struct unexpected, link);
+		if (!match(r, u->gate, u->tag))
+			continue;
+		mrail_list_remove(&u->link);
+		if (u->kind == UNEXP_EAGER) {
+			recv_deliver_eager(e, r, u->gate, u->tag, u->data, u->len);
+			free(u);
+		} else if (u->kind == UNEXP_RTS) {
+			rdv_recv_start(e, r, u->gate, u->tag, u->len, u->send_id);
+			free(u);
+		} else {
+			self_match(e, r, u);
+		}
+		return MRAIL_OK;
+	}
+	if (r->peer != MRAIL_ANY_PEER) {
+		struct gate *g = gate_get(e, r->peer);
+		if (g->state == GATE_FAILED || g->state == GATE_CLOSED) {
+			r->status.source = g->id;
+			request_complete(e, r, g->error);
+			return MRAIL_OK;
+		}
+	}
+	r->phase = REQ_POSTED;
+	mrail_list_append(&e->posted, &r->link);
+	return MRAIL_OK;
+}
+
+void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error)
+{
+	struct mrail_list *pos, *tmp;
+	mrail_list_foreach_safe(pos, tmp, &e->posted) {
+		struct mrail_request *r =
+			mrail_list_entry(pos, struct mrail_request, link);
+		if (r->peer == g->id) {
+			r->status.source = g->id;
+			request_complete(e, r, error);
+		}
+	}
+	/* Messages that overtook a lost one can never be delivered. */
+	mrail_list_foreach_safe(pos, tmp, &g->ooo) {
+		mrail_list_remove(pos);
+		free(mrail_list_entry(pos, struct unexpected, link));
+	}
+}
+
+static int irecv_common(struct mrail_engine *e, mrail_peer_t src,
+			const struct iovec *iov, int iovcnt, void *buf,
+			size_t len, uint64_t tag, uint64_t mask,
+			struct mrail_request **out)
+{
+	if (!e || !out || (iov && (iovcnt < 0 || iovcnt > MRAIL_IOV_MAX)) ||
+	    (iovcnt > 0 && !iov) || (!iov && len && !buf))
+		return MRAIL_ERR_INVALID;
+	*out = NULL;
+	engine_lock(e);
+	if (src != MRAIL_ANY_PEER && !gate_get(e, src)) {
+		engine_unlock(e);
+		return MRAIL_ERR_NOT_FOUND;
+	}
+	struct mrail_request *r = request_new(e, REQ_RECV, iov, iovcnt, buf, len);
+	if (!r) {
+		engine_unlock(e);
+		return MRAIL_ERR_NOMEM;
+	}
+	r->peer = src;
+	r->tag = tag;
+	r->mask = mask;
+	r->status.source = src;
+	recv_post(e, r);
+	engine_unlock(e);
+	*out = r;
+	return MRAIL_OK;
+}
+
+MRAIL_API int mrail_irecv(mrail_engine_t *e, mrail_peer_t src, void *buf,
+			  size_t len, uint64_t tag, uint64_t mask,
+			  mrail_request_t **req)
+{
+	return irecv_common(e, src, NULL, 0, buf, len, tag, mask, req);
+}
+
+MRAIL_API int mrail_irecvv(mrail_engine_t *e, mrail_peer_t src,
+			   const struct iovec *iov, int iovcnt, uint64_t tag,
+			   uint64_t mask, mrail_request_t **req)
+{
+	if (!iov && iovcnt == 0)
+		return irecv_common(e, src, NULL, 0, NULL, 0, tag, mask, req);
+	return irecv_common(e, src, iov, iovcnt, NULL, 0, tag, mask, req);
+}

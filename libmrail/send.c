@@ -1,0 +1,163 @@
+/*
+ * Collect and schedule: isend puts a message on its gate's send queue; the
+ * strategy chooses an idle rail; queued messages are packed in order into
+ * one packet for it (small messages aggregate whenever rails are busy).
+ */
+#include "libmrail/engine.h"
+#include "util/iov.h"
+#include "util/log.h"
+
+static int is_eager(const struct gate *g, const struct mrail_request *r)
+{
+	return r->len <= g->eager_max;
+}
+
+static size_t record_size(const struct gate *g, const struct mrail_request *r)
+{
+	return is_eager(g, r) ? mrail_wire_eager_size(r->len)
+			      : sizeof(struct mrail_wire_rts);
+}
+
+static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
+		    struct send_op *op, struct mrail_request *r)
+{
+	uint8_t *at = op->buf + op->len;
+
+	mrail_list_remove(&r->link);
+	rail->stats.tx_msgs++;
+	if (is_eager(g, r)) {
+		mrail_wire_put_eager(at, r->seq, r->tag, r->len);
+		mrail_iov_to_buf(at + sizeof(struct mrail_wire_eager), r->iov,
+				 r->iovcnt, 0, r->len);
+		op->len += mrail_wire_eager_size(r->len);
+		rail->stats.tx_bytes += r->len;
+		/* The data is in the packet: the buffer is the user's again. */
+		r->status.length = r->len;
+		request_complete(e, r, MRAIL_OK);
+		return MRAIL_OK;
+	}
+	if (!handle_assign(e, r))
+		return MRAIL_ERR_NOMEM;
+	op->len += mrail_wire_put_rts(at, r->seq, r->tag, r->len, r->id);
+	r->phase = REQ_RDV_WAIT_RTR;
+	mrail_list_append(&g->rdv, &r->gate_link);
+	return MRAIL_OK;
+}
+
+static void set_scheduled(struct mrail_engine *e, struct gate *g, int on)
+{
+	if (on && !g->scheduled)
+		mrail_list_append(&e->sched_gates, &g->sched_link);
+	else if (!on && g->scheduled)
+		mrail_list_remove(&g->sched_link);
+	g->scheduled = on;
+}
+
+void gate_schedule(struct mrail_engine *e, struct gate *g)
+{
+	struct mrail_rail_view views[MRAIL_MAX_RAILS];
+
+	while (g->state == GATE_UP && !mrail_list_empty(&g->sendq)) {
+		struct mrail_request *head =
+			mrail_list_first(&g->sendq, struct mrail_request, link);
+		unsigned n = gate_rail_views(g, views);
+		if (n == 0)
+			break;
+		int pick = e->strategy->eager_rail(e->strategy_state, views, n,
+						   record_size(g, head));
+		if (pick < 0 || (unsigned)pick >= n || !views[pick].idle)
+			break;
+		struct rail *rail = g->rails[views[pick].index];
+		struct send_op *op = packet_get(e);
+		if (!op)
+			break;
+		int rc = MRAIL_OK;
+		while (rc == MRAIL_OK && !mrail_list_empty(&g->sendq)) {
+			struct mrail_request *r = mrail_list_first(
+				&g->sendq, struct mrail_request, link);
+			if (op->len + record_size(g, r) > op->cap)
+				break;
+			rc = pack_one(e, g, rail, op, r);
+		}
+		if (rc == MRAIL_OK)
+			rc = rail_post_packet(e, rail, op);
+		if (rc != MRAIL_OK) {
+			packet_put(e, op);
+			gate_fail(e, g, rc, "posting a packet failed");
+			break;
+		}
+	}
+	set_scheduled(e, g, g->state == GATE_UP && !mrail_list_empty(&g->sendq));
+}
+
+void schedule_pending(struct mrail_engine *e)
+{
+	struct mrail_list *pos, *tmp;
+	mrail_list_foreach_safe(pos, tmp, &e->sched_gates)
+		gate_schedule(e, mrail_list_entry(pos, struct gate, sched_link));
+}
+
+int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r)
+{
+	r->seq = g->next_send_seq++;
+	r->phase = REQ_QUEUED;
+	mrail_list_append(&g->sendq, &r->link);
+	gate_schedule(e, g);
+	return MRAIL_OK;
+}
+
+static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
+			const struct iovec *iov, int iovcnt, const void *buf,
+			size_t len, uint64_t tag, struct mrail_request **out)
+{
+	int rc;
+
+	if (!e || !out || (iov && (iovcnt < 0 || iovcnt > MRAIL_IOV_MAX)) ||
+	    (iovcnt > 0 && !iov) || (!iov && len && !buf))
+		return MRAIL_ERR_INVALID;
+	*out = NULL;
+	engine_lock(e);
+	struct gate *g = gate_get(e, dest);
+	if (!g) {
+		engine_unlock(e);
+		return MRAIL_ERR_NOT_FOUND;
+	}
+	if (g->state == GATE_FAILED || g->state == GATE_CLOSED) {
+		rc = g->error;
+		engine_unlock(e);
+		return rc;
+	}
+	struct mrail_request *r = request_new(e, REQ_SEND, iov, iovcnt, buf, len);
+	if (!r) {
+		engine_unlock(e);
+		return MRAIL_ERR_NOMEM;
+	}
+	r->gate = g;
+	r->peer = dest;
+	r->tag = tag;
+	r->status.source = dest;
+	r->status.tag = tag;
+	rc = g->self ? self_send(e, g, r) : send_post(e, g, r);
+	if (rc != MRAIL_OK) {
+		request_free(e, r);
+		r = NULL;
+	}
+	engine_unlock(e);
+	*out = r;
+	return rc;
+}
+
+MRAIL_API int mrail_isend(mrail_engine_t *e, mrail_peer_t dest, const void *buf,
+			  size_t len, uint64_t tag, mrail_request_t **req)
+{
+	return isend_common(e, dest, NULL, 0, buf, len, tag, req);
+}
+
+MRAIL_API int mrail_isendv(mrail_engine_t *e, mrail_peer_t dest,
+			   const struct iovec *iov, int iovcnt, uint64_t tag,
+			   mrail_request_t **req)
+{
+	if (!iov && iovcnt == 0)
+		return isend_common(e, dest, NULL, 0, NULL, 0, tag, req);
+	return isend_common(e, dest, iov, iovcnt, NULL, 0, tag, req);
+}

@@ -1,0 +1,172 @@
+#include "libmrail/wire.h"
+
+#include <endian.h>
+#include <string.h>
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "the wire format is little-endian; add byte swapping first");
+_Static_assert(sizeof(struct mrail_wire_eager) == 24, "eager record size");
+_Static_assert(sizeof(struct mrail_wire_rts) == 40, "rts record size");
+_Static_assert(sizeof(struct mrail_wire_rtr) == 48, "rtr record size");
+_Static_assert(sizeof(struct mrail_wire_data) == 32, "data record size");
+_Static_assert(sizeof(struct mrail_wire_hello) == 64, "hello record size");
+_Static_assert(sizeof(struct mrail_wire_hello_ack) == 32, "ack record size");
+
+size_t mrail_wire_put_pkt_hdr(void *buf)
+{
+	struct mrail_wire_pkt_hdr h = {MRAIL_WIRE_MAGIC | MRAIL_WIRE_VERSION,
+				       0};
+	memcpy(buf, &h, sizeof h);
+	return sizeof h;
+}
+
+size_t mrail_wire_check_pkt_hdr(const void *head, size_t len,
+				const char **why)
+{
+	struct mrail_wire_pkt_hdr h;
+	if (len < sizeof h) {
+		*why = "packet shorter than its header";
+		return 0;
+	}
+	memcpy(&h, head, sizeof h);
+	if ((h.magic_version & ~0xffu) != MRAIL_WIRE_MAGIC) {
+		*why = "bad packet magic";
+		return 0;
+	}
+	if ((h.magic_version & 0xffu) != MRAIL_WIRE_VERSION) {
+		*why = "unsupported wire version";
+		return 0;
+	}
+	return sizeof h;
+}
+
+static const size_t fixed_size[] = {
+	[MRAIL_WIRE_EAGER] = sizeof(struct mrail_wire_eager),
+	[MRAIL_WIRE_RTS] = sizeof(struct mrail_wire_rts),
+	[MRAIL_WIRE_RTR] = sizeof(struct mrail_wire_rtr),
+	[MRAIL_WIRE_DATA] = sizeof(struct mrail_wire_data),
+	[MRAIL_WIRE_HELLO] = sizeof(struct mrail_wire_hello),
+	[MRAIL_WIRE_HELLO_ACK] = sizeof(struct mrail_wire_hello_ack),
+	[MRAIL_WIRE_BYE] = sizeof(struct mrail_wire_bye),
+};
+
+int mrail_wire_next(const void *head, size_t len, size_t *off,
+		    size_t max_eager, struct mrail_wire_rec *rec,
+		    const char **why)
+{
+	const uint8_t *p = (const uint8_t *)head + *off;
+	size_t left = len - *off;
+	struct mrail_wire_rec_hdr rh;
+
+	if (*off >= len)
+		return 0;
+	if (left < sizeof rh) {
+		*why = "truncated record header";
+		return -1;
+	}
+	memcpy(&rh, p, sizeof rh);
+	if (rh.type < MRAIL_WIRE_EAGER || rh.type > MRAIL_WIRE_BYE) {
+		*why = "unknown record type";
+		return -1;
+	}
+	size_t need = fixed_size[rh.type];
+	if (left < need) {
+		*why = "truncated record";
+		return -1;
+	}
+	rec->type = rh.type;
+	rec->payload = NULL;
+	rec->payload_len = 0;
+	memcpy(&rec->u, p, need);
+	if (rh.type == MRAIL_WIRE_EAGER) {
+		if (rh.len > max_eager) {
+			*why = "eager payload longer than the eager limit";
+			return -1;
+		}
+		if (mrail_wire_pad8(rh.len) > left - need) {
+			*why = "eager payload runs past the packet";
+			return -1;
+		}
+		rec->payload = p + need;
+		rec->payload_len = rh.len;
+		need += mrail_wire_pad8(rh.len);
+	} else if (rh.len != 0) {
+		*why = "non-zero length field in a fixed-size record";
+		return -1;
+	}
+	*off += need;
+	return 1;
+}
+
+static void put_rec_hdr(void *buf, uint8_t type, uint32_t len)
+{
+	struct mrail_wire_rec_hdr h = {type, 0, 0, len};
+	memcpy(buf, &h, sizeof h);
+}
+
+size_t mrail_wire_put_eager(void *buf, uint64_t seq, uint64_t tag,
+			    size_t len)
+{
+	struct mrail_wire_eager r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_EAGER, (uint32_t)len);
+	r.seq = seq;
+	r.tag = tag;
+	memcpy(buf, &r, sizeof r);
+	/* Zero the padding so no stale memory leaves the host. */
+	size_t pad = mrail_wire_pad8(len) - len;
+	if (pad)
+		memset((char *)buf + sizeof r + len, 0, pad);
+	return mrail_wire_eager_size(len);
+}
+
+size_t mrail_wire_put_rts(void *buf, uint64_t seq, uint64_t tag,
+			  uint64_t msg_len, uint64_t send_id)
+{
+	struct mrail_wire_rts r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_RTS, 0);
+	r.seq = seq;
+	r.tag = tag;
+	r.msg_len = msg_len;
+	r.send_id = send_id;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
+}
+
+size_t mrail_wire_put_rtr(void *buf, uint64_t send_id, uint64_t recv_id,
+			  uint64_t offset, uint64_t len, uint64_t total)
+{
+	struct mrail_wire_rtr r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_RTR, 0);
+	r.send_id = send_id;
+	r.recv_id = recv_id;
+	r.offset = offset;
+	r.len = len;
+	r.total = total;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
+}
+
+size_t mrail_wire_put_data(void *buf, uint64_t recv_id, uint64_t offset,
+			   uint64_t len)
+{
+	struct mrail_wire_data r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_DATA, 0);
+	r.recv_id = recv_id;
+	r.offset = offset;
+	r.len = len;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
+}
+
+size_t mrail_wire_put_bye(void *buf)
+{
+	struct mrail_wire_bye r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_BYE, 0);
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
+}

@@ -1,0 +1,154 @@
+/*
+ * The engine's wire format (version 1), carried in driver frame heads.
+ * Documented in docs/wire.md; keep both in sync.
+ *
+ * A frame head is a packet: an 8-byte packet header, then records, each
+ * starting on an 8-byte boundary. A frame with a body (rendezvous payload)
+ * carries exactly one DATA record in its head. All integers are
+ * little-endian; fields are copied out with memcpy (heads may be unaligned)
+ * and every length is checked against the packet before use.
+ */
+#ifndef MRAIL_WIRE_H
+#define MRAIL_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/auth.h"
+
+#define MRAIL_WIRE_MAGIC 0x50524d00u /* "\0MRP" read as little-endian u32 */
+#define MRAIL_WIRE_VERSION 1u
+
+enum mrail_wire_type {
+	MRAIL_WIRE_EAGER = 1,     /* a whole small message */
+	MRAIL_WIRE_RTS = 2,       /* rendezvous: ready to send */
+	MRAIL_WIRE_RTR = 3,       /* rendezvous: send me this byte range */
+	MRAIL_WIRE_DATA = 4,      /* rendezvous payload chunk (frame body) */
+	MRAIL_WIRE_HELLO = 5,     /* first frame of a connection */
+	MRAIL_WIRE_HELLO_ACK = 6, /* acceptor's answer to HELLO */
+	MRAIL_WIRE_BYE = 7,       /* the sender's engine is closing */
+};
+
+struct mrail_wire_pkt_hdr {
+	uint32_t magic_version; /* MRAIL_WIRE_MAGIC | MRAIL_WIRE_VERSION */
+	uint32_t reserved;
+};
+
+/* Common first 8 bytes of every record. */
+struct mrail_wire_rec_hdr {
+	uint8_t type;
+	uint8_t flags;
+	uint16_t reserved;
+	uint32_t len; /* EAGER: payload bytes that follow the record */
+};
+
+struct mrail_wire_eager {
+	struct mrail_wire_rec_hdr h;
+	uint64_t seq; /* per-gate message sequence number */
+	uint64_t tag;
+	/* payload, padded to 8 bytes */
+};
+
+struct mrail_wire_rts {
+	struct mrail_wire_rec_hdr h;
+	uint64_t seq;
+	uint64_t tag;
+	uint64_t msg_len;
+	uint64_t send_id;
+};
+
+struct mrail_wire_rtr {
+	struct mrail_wire_rec_hdr h;
+	uint64_t send_id;
+	uint64_t recv_id;
+	uint64_t offset;
+	uint64_t len;
+	uint64_t total; /* bytes the receiver takes in all (<= msg_len) */
+};
+
+struct mrail_wire_data {
+	struct mrail_wire_rec_hdr h;
+	uint64_t recv_id;
+	uint64_t offset;
+	uint64_t len; /* == frame body length */
+};
+
+struct mrail_wire_hello {
+	struct mrail_wire_rec_hdr h;
+	uint16_t version;
+	uint16_t rail_index;
+	uint16_t nrails;
+	uint16_t reserved;
+	uint64_t src_uuid;
+	uint64_t dst_uuid;
+	uint8_t nonce[MRAIL_AUTH_NONCE_BYTES];
+	uint8_t mac[MRAIL_AUTH_MAC_BYTES]; /* over all bytes before it */
+};
+
+struct mrail_wire_hello_ack {
+	struct mrail_wire_rec_hdr h;
+	uint64_t src_uuid;
+	uint8_t mac[MRAIL_AUTH_MAC_BYTES]; /* over hello nonce + this uuid */
+};
+
+struct mrail_wire_bye {
+	struct mrail_wire_rec_hdr h;
+};
+
+/* Decoded record, pointing into the packet. */
+struct mrail_wire_rec {
+	int type;
+	union {
+		struct mrail_wire_eager eager;
+		struct mrail_wire_rts rts;
+		struct mrail_wire_rtr rtr;
+		struct mrail_wire_data data;
+		struct mrail_wire_hello hello;
+		struct mrail_wire_hello_ack ack;
+	} u;
+	const void *payload; /* EAGER only */
+	size_t payload_len;
+};
+
+static inline size_t mrail_wire_pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* Bytes an eager record of `len` payload bytes takes in a packet. */
+static inline size_t mrail_wire_eager_size(size_t len)
+{
+	return sizeof(struct mrail_wire_eager) + mrail_wire_pad8(len);
+}
+
+/* Writes the packet header; returns its size. */
+size_t mrail_wire_put_pkt_hdr(void *buf);
+
+/*
+ * Checks the packet header of `head` (len bytes). Returns the offset of
+ * the first record, or 0 with *why set.
+ */
+size_t mrail_wire_check_pkt_hdr(const void *head, size_t len,
+				const char **why);
+
+/*
+ * Decodes the record at *off in head[0..len). Returns 1 and advances *off,
+ * 0 at the end of the packet, -1 with *why on a malformed record (unknown
+ * type, truncated, length beyond the packet or beyond max_eager).
+ */
+int mrail_wire_next(const void *head, size_t len, size_t *off,
+		    size_t max_eager, struct mrail_wire_rec *rec,
+		    const char **why);
+
+/* Record constructors: write at buf, return bytes written. */
+size_t mrail_wire_put_eager(void *buf, uint64_t seq, uint64_t tag,
+			    size_t len); /* payload written by the caller */
+size_t mrail_wire_put_rts(void *buf, uint64_t seq, uint64_t tag,
+			  uint64_t msg_len, uint64_t send_id);
+size_t mrail_wire_put_rtr(void *buf, uint64_t send_id, uint64_t recv_id,
+			  uint64_t offset, uint64_t len, uint64_t total);
+size_t mrail_wire_put_data(void *buf, uint64_t recv_id, uint64_t offset,
+			   uint64_t len);
+size_t mrail_wire_put_bye(void *buf);
+
+#endif
