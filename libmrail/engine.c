@@ -347,15 +347,14 @@ static int sends_flushed(struct mrail_engine *e)
 {
 	for (uint32_t i = 0; i < e->ngates; i++) {
 		struct gate *g = e->gates[i];
-		if (g->state != GATE_UP)
-			continue;
-		if (!mrail_list_empty(&g->sendq))
+		if (g->state == GATE_UP && !mrail_list_empty(&g->sendq))
 			return 0;
-		for (unsigned j = 0; j < g->nrails; j++)
-			if (g->rails[j] && g->rails[j]->ep &&
-			    g->rails[j]->state == RAIL_UP &&
-			    e->drv_ops->ep_backlog(g->rails[j]->ep))
+		for (unsigned j = 0; j < g->nrails; j++) {
+			struct rail *r = g->rails[j];
+			if (r && r->ep && r->state == RAIL_UP &&
+			    e->drv_ops->ep_backlog(r->ep))
 				return 0;
+		}
 	}
 	return 1;
 }
@@ -374,16 +373,19 @@ static void send_byes(struct mrail_engine *e)
 {
 	for (uint32_t i = 0; i < e->ngates; i++) {
 		struct gate *g = e->gates[i];
-		if (g->state != GATE_UP)
+		if (g->state != GATE_UP && g->state != GATE_CLOSED)
 			continue;
 		for (unsigned j = 0; j < g->nrails; j++) {
 			struct rail *r = g->rails[j];
 			struct send_op *op;
-			if (!r || r->state != RAIL_UP || !(op = packet_get(e)))
+			if (!r || !r->ep || r->state != RAIL_UP || r->bye_out ||
+			    !(op = packet_get(e)))
 				continue;
 			op->len += mrail_wire_put_bye(op->buf + op->len);
 			if (rail_post_packet(e, r, op))
 				packet_put(e, op);
+			else
+				r->bye_out = 1;
 		}
 	}
 }

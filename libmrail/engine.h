@@ -106,6 +106,7 @@ struct rail {
 	double bandwidth, latency;
 	struct mrail_list posted; /* send_ops not completed */
 	uint64_t rx_len;          /* body being received (one at a time) */
+	int bye_in, bye_out;      /* BYE received / sent on this rail */
 	struct mrail_rail_stats stats;
 };
 

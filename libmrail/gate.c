@@ -234,9 +234,10 @@ void gate_fail(struct mrail_engine *e, struct gate *g, int error,
 			    why, mrail_strerror(error));
 	g->state = error == MRAIL_ERR_PEER_CLOSED ? GATE_CLOSED : GATE_FAILED;
 	g->error = error;
-	/* Rails first: settling their posted chunks may complete sends. */
+	/* Rails first: settling their posted chunks may complete sends. A
+	 * peer that said BYE keeps its connections until we close too. */
 	for (unsigned i = 0; i < g->nrails; i++)
-		if (g->rails[i])
+		if (g->rails[i] && error != MRAIL_ERR_PEER_CLOSED)
 			rail_close(e, g->rails[i]);
 	mrail_list_foreach_safe(pos, tmp, &g->sendq)
 		request_complete(e, mrail_list_entry(pos, struct mrail_request, link),

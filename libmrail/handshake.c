@@ -277,6 +277,7 @@ static void up_recv_frame(void *ctx, const void *head, size_t len)
 	struct rail *r = ctx;
 	if (r->state == RAIL_UP)
 		recv_on_packet(r->engine, r, head, len);
+	/* else if closed: a late frame of a peer we gave up on; ignore it */
 	else if (r->state != RAIL_CLOSED)
 		handshake_on_frame(r->engine, r, head, len);
 }
@@ -315,7 +316,7 @@ static void up_ep_error(void *ctx, int status, const char *why)
 		drop_unbound(e, r, why);
 		return;
 	}
-	if (r->state == RAIL_CLOSED) { /* after its BYE: the expected end */
+	if (r->state == RAIL_CLOSED || r->bye_in) { /* after BYE: expected */
 		rail_close(e, r);
 		return;
 	}

@@ -109,7 +109,9 @@ static int post_data_frame(struct rail *r, struct mrail_request *req,
 			   uint64_t recv_id, uint64_t offset, uint64_t len,
 			   const struct iovec *body, int cnt)
 {
-	struct send_op *op = calloc(1, sizeof *op + sizeof(struct mrail_wire_data));
+	struct send_op *op = calloc(1, sizeof *op +
+				    sizeof(struct mrail_wire_pkt_hdr) +
+				    sizeof(struct mrail_wire_data));
 	if (!op)
 		return MRAIL_ERR_NOMEM;
 	op->kind = OP_DATA;
@@ -117,7 +119,8 @@ static int post_data_frame(struct rail *r, struct mrail_request *req,
 	op->req = req;
 	op->bytes = len;
 	op->buf = (uint8_t *)(op + 1);
-	op->len = mrail_wire_put_data(op->buf, recv_id, offset, len);
+	op->len = mrail_wire_put_pkt_hdr(op->buf);
+	op->len += mrail_wire_put_data(op->buf + op->len, recv_id, offset, len);
 	mrail_list_append(&r->posted, &op->link);
 	int rc = r->local->ops->send(r->ep, op->buf, op->len, body, cnt, op);
 	if (rc) {

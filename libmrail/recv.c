@@ -153,16 +153,21 @@ static int ordered_arrival(struct mrail_engine *e, struct gate *g,
 	return MRAIL_OK;
 }
 
+/*
+ * The peer closes its engine: it sent BYE on every rail after everything
+ * else. Once all rails said so, nothing more can come from it; the
+ * connections stay open until our own engine closes (and says BYE back),
+ * so that the peer never sees a connection torn down under its feet.
+ */
 static void on_bye(struct mrail_engine *e, struct rail *r)
 {
 	struct gate *g = r->gate;
-	r->stats.up = 0;
-	r->state = RAIL_CLOSED; /* nothing more will come on it */
-	if (g->rails_up > 0)
-		g->rails_up--;
-	if (g->rails_up == 0) {
+	unsigned byes = 0;
+	r->bye_in = 1;
+	for (unsigned i = 0; i < g->nrails; i++)
+		byes += g->rails[i] && g->rails[i]->bye_in;
+	if (byes == g->rails_up) {
 		g->bye_received = 1;
-		mrail_debug("%s closed its engine", g->name);
 		gate_fail(e, g, MRAIL_ERR_PEER_CLOSED, "peer closed its engine");
 	}
 }
@@ -180,7 +185,7 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 	r->stats.rx_wire_bytes += len;
 	if (!off)
 		rc = MRAIL_ERR_PROTO;
-	while (rc == MRAIL_OK && r->state == RAIL_UP) {
+	while (rc == MRAIL_OK && r->state == RAIL_UP && !r->bye_in) {
 		int more = mrail_wire_next(head, len, &off,
 					   MRAIL_EAGER_MAX_LIMIT, &rec, &why);
 		if (more == 0)
