@@ -1,0 +1,60 @@
+/*
+ * Starting, signalling and reaping the ranks. Each rank leads its own
+ * process group, so a signal reaches whatever the rank started too (a shell
+ * wrapper and its children), and carries PR_SET_PDEATHSIG so it dies with
+ * mrail-run even if mrail-run is SIGKILLed.
+ */
+#ifndef MRAIL_RUN_RANKS_H
+#define MRAIL_RUN_RANKS_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct rank_proc {
+	unsigned rank;
+	pid_t pid;      /* 0 if never started */
+	bool running;   /* started and not yet reaped */
+	int status;     /* wait status once reaped */
+	int out_fd;     /* read ends of the rank's stdout/stderr pipes */
+	int err_fd;     /* (--tag-output), else -1 */
+};
+
+struct spawn_config {
+	const char *path;      /* resolved executable */
+	char *const *argv;     /* argv[0] as the user wrote it */
+	char *const *env;      /* extra "VAR=VALUE" (-x), applied first */
+	size_t nenv;
+	unsigned np;
+	const char *kvs_addr;
+	const char *job_key;   /* 32 hex digits */
+	bool tag_output;
+	bool pass_stdin;       /* rank 0 reads mrail-run's stdin */
+	const sigset_t *child_mask; /* signal mask to restore before exec */
+};
+
+/*
+ * Find the program like execvp would (PATH search unless it has a '/').
+ * 0 and the path in out, or an errno: ENOENT (not found), EACCES (found but
+ * not executable), EISDIR, ENAMETOOLONG.
+ */
+int resolve_program(const char *name, char *out, size_t out_len);
+
+/*
+ * Fork and exec one rank. 0 once the exec succeeded; a positive errno if
+ * the exec failed (the child is reaped, p->status set); -1 if fork/pipe
+ * failed (logged).
+ */
+int spawn_rank(const struct spawn_config *cfg, unsigned rank,
+	       struct rank_proc *p);
+
+/* Signal the rank's process group (the rank and its children). */
+void signal_rank(const struct rank_proc *p, int sig);
+
+/* "exited with status 3" / "killed by signal 9 (Killed)". */
+void describe_status(int status, char *out, size_t out_len);
+/* The shell convention: the exit status, or 128+signal. */
+int status_exit_code(int status);
+
+#endif

@@ -1,0 +1,239 @@
+#!/bin/bash
+# Drives mrail-run through one behaviour; one meson test per case.
+# usage: mrail_run_test.sh CASE MRAIL_RUN KVS_RANK
+set -u
+CASE=$1 RUN=$2 KVS=$3
+T=$(mktemp -d "${TMPDIR:-/tmp}/mrail-run-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+
+fail() {
+	echo "FAIL [$CASE]: $*" >&2
+	for f in out err; do
+		[ -s "$T/$f" ] && { echo "--- $f:" >&2; cat "$T/$f" >&2; }
+	done
+	exit 1
+}
+
+# run ARGS...: mrail-run with a safety net; sets RC and SECS.
+run() {
+	local t0=$SECONDS
+	timeout -k 5 30 "$RUN" "$@" >"$T/out" 2>"$T/err"
+	RC=$?
+	SECS=$((SECONDS - t0))
+}
+
+expect_rc() { [ "$RC" -eq "$1" ] || fail "exit status $RC, expected $1"; }
+expect_err() { grep -Eq -- "$1" "$T/err" || fail "stderr lacks /$1/"; }
+expect_out() { grep -Eq -- "$1" "$T/out" || fail "stdout lacks /$1/"; }
+expect_fast() { [ "$SECS" -le "$1" ] || fail "took ${SECS}s, limit ${1}s"; }
+
+# A process counts as gone once it is reaped or a zombie.
+alive() {
+	local st
+	st=$(sed -E 's/^[0-9]+ \(.*\) (.).*/\1/' "/proc/$1/stat" 2>/dev/null)
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+# expect_gone: every pid recorded in $T/*.pid has ended (waits up to 3 s).
+expect_gone() {
+	local f pid i
+	for f in "$T"/*.pid; do
+		[ -e "$f" ] || fail "no pid files"
+		pid=$(cat "$f")
+		for i in $(seq 30); do alive "$pid" || break; sleep 0.1; done
+		alive "$pid" && fail "rank pid $pid ($f) still running"
+	done
+	return 0
+}
+
+wait_pidfiles() {
+	local i
+	for i in $(seq 100); do
+		[ "$(ls "$T"/*.pid 2>/dev/null | wc -l)" -ge "$1" ] && return 0
+		sleep 0.05
+	done
+	fail "ranks did not start"
+}
+
+# A rank that records its pid then sleeps (exec keeps the pid).
+SLEEPER='echo $$ > "$D/$MRAIL_RANK.pid"; exec sleep 30'
+
+case $CASE in
+allgather-[0-9]*)
+	n=${CASE#allgather-}
+	run -n "$n" "$KVS" allgather
+	expect_rc 0
+	[ "$(grep -c ': ok$' "$T/out")" -eq "$n" ] || fail "not all $n ranks ok"
+	;;
+env)
+	run -n 3 -x FOO=bar -x EMPTY= bash -c \
+		'echo "$MRAIL_RANK $MRAIL_SIZE $MRAIL_LOCAL_RANK $MRAIL_LOCAL_SIZE $FOO [$EMPTY] $MRAIL_KVS_ADDR $MRAIL_JOB_KEY"'
+	expect_rc 0
+	for r in 0 1 2; do
+		expect_out "^$r 3 $r 3 bar \[\] 127\.0\.0\.1:[0-9]+ [0-9a-f]{32}$"
+	done
+	[ "$(awk '{print $7}' "$T/out" | sort -u | wc -l)" -eq 1 ] ||
+		fail "ranks got different keys"
+	key1=$(awk '{print $7; exit}' "$T/out")
+	run -n 1 bash -c 'echo $MRAIL_JOB_KEY'
+	[ "$(cat "$T/out")" != "$key1" ] || fail "job key reused across jobs"
+	;;
+exit-status)
+	run -n 4 -x D="$T" bash -c \
+		'[ "$MRAIL_RANK" = 2 ] && { sleep 0.3; exit 3; }; '"$SLEEPER"
+	expect_rc 3
+	expect_err 'mrail-run: rank 2 \(pid [0-9]+\) exited with status 3'
+	expect_fast 8
+	expect_gone
+	;;
+kill9)
+	run -n 3 --grace 2 "$KVS" die-in-fence 1 9
+	expect_rc 137
+	expect_err 'mrail-run: rank 1 \(pid [0-9]+\) killed by signal 9 \(Killed\)'
+	expect_fast 8
+	;;
+sigint)
+	"$RUN" -n 3 -x D="$T" bash -c "$SLEEPER" >"$T/out" 2>"$T/err" &
+	pid=$!
+	wait_pidfiles 3
+	t0=$SECONDS
+	kill -INT "$pid"
+	wait "$pid"
+	RC=$? SECS=$((SECONDS - t0))
+	expect_rc 130
+	expect_err 'got SIGINT'
+	expect_fast 5
+	expect_gone
+	;;
+sigterm-escalate)
+	# Ranks that ignore the forwarded signal get SIGKILL after --grace.
+	"$RUN" -n 2 --grace 1 -x D="$T" bash -c \
+		'trap "" INT TERM HUP; echo $$ > "$D/$MRAIL_RANK.pid"; while :; do sleep 0.1; done' \
+		>"$T/out" 2>"$T/err" &
+	pid=$!
+	wait_pidfiles 2
+	t0=$SECONDS
+	kill -TERM "$pid"
+	wait "$pid"
+	RC=$? SECS=$((SECONDS - t0))
+	expect_rc 143
+	expect_err 'still running after the 1 s grace period'
+	expect_fast 5
+	expect_gone
+	;;
+launcher-killed)
+	# PR_SET_PDEATHSIG: the ranks die with a SIGKILLed mrail-run.
+	"$RUN" -n 2 -x D="$T" bash -c "$SLEEPER" >"$T/out" 2>"$T/err" &
+	pid=$!
+	wait_pidfiles 2
+	kill -KILL "$pid"
+	wait "$pid"
+	expect_gone
+	;;
+timeout)
+	run -n 2 --timeout 1 -x D="$T" bash -c "$SLEEPER"
+	expect_rc 124
+	expect_err 'exceeded --timeout 1 s'
+	expect_fast 6
+	expect_gone
+	;;
+keep-going)
+	body='[ "$MRAIL_RANK" = 0 ] && exit 5; sleep 0.5; touch "$D/done.$MRAIL_RANK"'
+	run -n 3 --keep-going -x D="$T" bash -c "$body"
+	expect_rc 5
+	expect_err 'rank 0 \(pid [0-9]+\) exited with status 5'
+	[ -e "$T/done.1" ] && [ -e "$T/done.2" ] || fail "--keep-going killed ranks"
+	rm -f "$T"/done.*
+	run -n 3 -x D="$T" bash -c "$body"
+	expect_rc 5
+	[ -e "$T/done.1" ] || [ -e "$T/done.2" ] && fail "ranks not terminated"
+	true
+	;;
+stray)
+	run -n 3 --auth-timeout 1 "$KVS" stray
+	expect_rc 0
+	[ "$(grep -c ': ok$' "$T/out")" -eq 3 ] || fail "job did not complete"
+	p='rejected connection from 127\.0\.0\.1:[0-9]+: '
+	expect_err "$p"'bad job key'
+	expect_err "$p"'bad magic'
+	expect_err "$p"'message length out of bounds'
+	expect_err "$p"'GET before authentication'
+	expect_err "$p"'rank [0-9]+ out of range \(job size 3\)'
+	expect_err "$p"'no authentication within 1 s'
+	expect_err "$p"'rank 0 is already connected'
+	;;
+fence-timeout)
+	run -n 2 -x MRAIL_BOOTSTRAP_TIMEOUT=1 "$KVS" fence-timeout
+	expect_rc 0
+	expect_err 'no answer from mrail-run .* within 1 s while waiting in a fence'
+	;;
+ipv6)
+	grep -q '^0\{31\}1 ' /proc/net/if_inet6 2>/dev/null || exit 77
+	run -n 3 --bind ::1 "$KVS" allgather
+	expect_rc 0
+	run -n 1 --bind ::1 bash -c 'echo $MRAIL_KVS_ADDR'
+	expect_out '^\[::1\]:[0-9]+$'
+	;;
+tag-output)
+	run -n 2 --tag-output bash -c 'echo hello; echo oops >&2; printf "no newline"'
+	expect_rc 0
+	expect_out '^\[0\] hello$'
+	expect_out '^\[1\] hello$'
+	expect_out '^\[1\] no newline$'
+	expect_err '^\[0\] oops$'
+	;;
+no-program)
+	run -n 2 /nonexistent/prog
+	expect_rc 127
+	expect_err "/nonexistent/prog: No such file or directory"
+	run -n 2 no-such-command-for-mrail-run
+	expect_rc 127
+	expect_err "no-such-command-for-mrail-run: command not found"
+	printf 'data\n' >"$T/notexec"
+	run -n 2 "$T/notexec"
+	expect_rc 126
+	expect_err "notexec: Permission denied"
+	printf '\177ELF garbage' >"$T/badexec"
+	chmod +x "$T/badexec"
+	run -n 2 "$T/badexec"
+	expect_rc 126
+	expect_err "cannot execute '.*badexec' \(rank 0\): Exec format error"
+	;;
+bad-options)
+	check() { # EXPECTED-STDERR ARGS...
+		local pat=$1; shift
+		run "$@"
+		expect_rc 2
+		expect_err "$pat"
+	}
+	check "unknown option '--bogus'" --bogus true
+	check "unknown option '-q'" -q true
+	check "invalid value '0' for -n/--np" -n 0 true
+	check "invalid value 'abc' for -n/--np" -n abc true
+	check "invalid value '1025' for -n/--np" --np 1025 true
+	check "invalid value '-1' for --timeout" --timeout -1 true
+	check "invalid value 'x' for --grace" --grace x true
+	check "option '--timeout' requires a value" --timeout
+	check "option '-n' requires a value" -n
+	check "invalid value 'NOEQ' for -x" -x NOEQ true
+	check "-x MRAIL_RANK: this variable is set by mrail-run" -x MRAIL_RANK=1 true
+	check "missing the program to run" -n 2
+	# TEST-NET-1: not an address of this host.
+	check "cannot listen on '192\.0\.2\.1'.*|--bind 192\.0\.2\.1" \
+		--bind 192.0.2.1 true
+	run --help
+	expect_rc 0
+	expect_out '^Usage: mrail-run -n N'
+	run --version
+	expect_rc 0
+	expect_out '^mrail-run \(libmrail\) [0-9]'
+	# The program's own options are not mrail-run's.
+	run -n 1 bash -c 'echo "$@"' x --bogus -n 3
+	expect_rc 0
+	expect_out '^--bogus -n 3$'
+	;;
+*)
+	fail "unknown case"
+	;;
+esac
+exit 0
