@@ -1,0 +1,101 @@
+/* Shared helpers for engine tests (run under mrail-run or fork_job). */
+#ifndef MRAIL_TEST_HARNESS_H
+#define MRAIL_TEST_HARNESS_H
+
+#include <mrail.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(cond)                                                        \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			fprintf(stderr, "%s:%d: check failed: %s\n",       \
+				__FILE__, __LINE__, #cond);                \
+			exit(1);                                           \
+		}                                                          \
+	} while (0)
+
+#define CHECK_RC(expr)                                                     \
+	do {                                                               \
+		int rc_ = (expr);                                          \
+		if (rc_ != MRAIL_OK) {                                     \
+			fprintf(stderr, "%s:%d: %s -> %d (%s)\n", __FILE__,\
+				__LINE__, #expr, rc_, mrail_strerror(rc_));\
+			exit(1);                                           \
+		}                                                          \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                     \
+	do {                                                               \
+		long long a_ = (long long)(a), b_ = (long long)(b);        \
+		if (a_ != b_) {                                            \
+			fprintf(stderr, "%s:%d: %s == %s failed: %lld != "  \
+				"%lld\n", __FILE__, __LINE__, #a, #b, a_,  \
+				b_);                                       \
+			exit(1);                                           \
+		}                                                          \
+	} while (0)
+
+/* Deterministic content: byte i of the message identified by `id`. */
+static inline uint8_t pattern_byte(uint64_t id, size_t i)
+{
+	uint64_t x = id * 0x9E3779B97F4A7C15ULL + (i >> 3) * 0xBF58476D1CE4E5B9ULL;
+	x ^= x >> 29;
+	return (uint8_t)(x >> (8 * (i & 7)));
+}
+
+static inline void pattern_fill(void *buf, size_t len, uint64_t id)
+{
+	uint8_t *p = buf;
+	for (size_t i = 0; i < len; i++)
+		p[i] = pattern_byte(id, i);
+}
+
+/* Index of the first wrong byte, or len if all match. */
+static inline size_t pattern_check(const void *buf, size_t len, uint64_t id)
+{
+	const uint8_t *p = buf;
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != pattern_byte(id, i))
+			return i;
+	return len;
+}
+
+/* splitmix64: reproducible random numbers from a seed. */
+static inline uint64_t rnd_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+static inline mrail_engine_t *test_engine(void)
+{
+	mrail_engine_t *e;
+	CHECK_RC(mrail_engine_create(NULL, &e));
+	return e;
+}
+
+#endif
+
+#define TAG_BARRIER 0xBA22BA22BA22BA22ULL
+
+/* Everyone waits for everyone: zero-byte messages to and from all. */
+static inline void test_barrier(mrail_engine_t *e)
+{
+	uint32_t n = mrail_size(e), me = mrail_rank(e);
+	mrail_request_t **rq = calloc(2 * (size_t)n, sizeof *rq);
+	CHECK(rq);
+	for (uint32_t p = 0; p < n; p++) {
+		if (p == me)
+			continue;
+		CHECK_RC(mrail_irecv(e, p, NULL, 0, TAG_BARRIER,
+				     MRAIL_TAG_MASK_ALL, &rq[2 * p]));
+		CHECK_RC(mrail_isend(e, p, NULL, 0, TAG_BARRIER, &rq[2 * p + 1]));
+	}
+	CHECK_RC(mrail_wait_all(e, 2 * (size_t)n, rq, NULL));
+	free(rq);
+}
