@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,6 +62,7 @@ static void terminate(struct job *job, int sig)
 	if (!job->terminating) {
 		job->terminating = true;
 		job->kill_at = mrail_now() + job->opt->grace;
+		mrail_kvs_server_job_ending(job->kvs);
 	}
 }
 
@@ -261,8 +263,32 @@ static const char *exec_error_text(const char *prog, int err)
 	return strerror(err);
 }
 
+/*
+ * Each rank costs a KVS connection, and with --tag-output two pipes: 1024
+ * ranks exceed the usual soft limit of 1024 descriptors. Raise it as far as
+ * allowed; ranks get the original back.
+ */
+static void raise_fd_limit(struct rlimit *orig, unsigned np, bool tagged)
+{
+	struct rlimit want;
+	rlim_t need = 64 + (rlim_t)np * (tagged ? 3 : 1);
+
+	if (getrlimit(RLIMIT_NOFILE, orig) < 0) {
+		orig->rlim_cur = orig->rlim_max = RLIM_INFINITY;
+		return;
+	}
+	if (orig->rlim_cur == RLIM_INFINITY || orig->rlim_cur >= need)
+		return;
+	want = *orig;
+	want.rlim_cur = orig->rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &want) < 0 || want.rlim_cur < need)
+		mrail_warn("descriptor limit %llu may be too low for %u ranks",
+			   (unsigned long long)want.rlim_cur, np);
+}
+
 static void start_ranks(struct job *job, const char *path,
-			const char *job_key, const sigset_t *orig_mask)
+			const char *job_key, const sigset_t *orig_mask,
+			const struct rlimit *orig_nofile)
 {
 	const struct run_options *o = job->opt;
 	struct spawn_config cfg = {
@@ -276,6 +302,7 @@ static void start_ranks(struct job *job, const char *path,
 		.tag_output = o->tag_output,
 		.pass_stdin = !isatty(STDIN_FILENO),
 		.child_mask = orig_mask,
+		.child_nofile = orig_nofile,
 	};
 
 	for (unsigned r = 0; r < o->np; r++) {
@@ -314,6 +341,7 @@ int main(int argc, char **argv)
 	char path[PATH_MAX], key_hex[2 * MRAIL_AUTH_KEY_BYTES + 1];
 	uint8_t key[MRAIL_AUTH_KEY_BYTES];
 	sigset_t orig_mask;
+	struct rlimit orig_nofile;
 	int rc, err;
 
 	mrail_log_set_prefix("launcher");
@@ -339,6 +367,7 @@ int main(int argc, char **argv)
 	}
 	mrail_auth_key_format(key, key_hex);
 
+	raise_fd_limit(&orig_nofile, opt.np, opt.tag_output);
 	job.sigfd = setup_signals(&orig_mask);
 	if (job.sigfd < 0) {
 		fprintf(stderr, "mrail-run: signalfd: %s\n", strerror(errno));
@@ -371,7 +400,7 @@ int main(int argc, char **argv)
 	if (opt.timeout > 0)
 		job.deadline = mrail_now() + opt.timeout;
 
-	start_ranks(&job, path, key_hex, &orig_mask);
+	start_ranks(&job, path, key_hex, &orig_mask, &orig_nofile);
 	event_loop(&job);
 
 	mrail_kvs_server_destroy(job.kvs);

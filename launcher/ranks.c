@@ -73,6 +73,9 @@ child_exec(const struct spawn_config *cfg, unsigned rank, pid_t parent,
 	signal(SIGINT, SIG_DFL);
 	signal(SIGQUIT, SIG_DFL);
 	sigprocmask(SIG_SETMASK, cfg->child_mask, NULL);
+	/* mrail-run raised its own limit for 1024 ranks; a program using
+	 * select() must not see descriptors above FD_SETSIZE because of us. */
+	setrlimit(RLIMIT_NOFILE, cfg->child_nofile);
 	if (!(rank == 0 && cfg->pass_stdin)) {
 		int fd = open("/dev/null", O_RDONLY);
 		if (fd >= 0 && fd != STDIN_FILENO) {

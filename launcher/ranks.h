@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 struct rank_proc {
@@ -32,6 +33,7 @@ struct spawn_config {
 	bool tag_output;
 	bool pass_stdin;       /* rank 0 reads mrail-run's stdin */
 	const sigset_t *child_mask; /* signal mask to restore before exec */
+	const struct rlimit *child_nofile; /* descriptor limit to restore */
 };
 
 /*

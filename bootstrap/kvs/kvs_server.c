@@ -18,9 +18,10 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-/* Connections still in the handshake; more are refused at once so strays
- * cannot exhaust descriptors. */
-#define MAX_UNAUTHENTICATED 64
+/* Connections allowed in the handshake beyond one per rank (every rank may
+ * connect at once); more are refused at once so strays cannot exhaust
+ * descriptors. */
+#define EXTRA_UNAUTHENTICATED 64
 /* Stop reading a client's requests while this much output waits for it. */
 #define OUT_HIGH_WATER (1u << 20)
 /* Frames handled per connection per wakeup, so one busy rank cannot starve
@@ -57,6 +58,8 @@ struct mrail_kvs_server {
 	struct conn *conns;     /* live connections */
 	struct conn *closed;    /* closed during this dispatch, freed after */
 	unsigned unauthenticated;
+	unsigned max_unauthenticated;
+	bool job_ending;         /* disconnects are expected: log quietly */
 	struct conn **rank_conn; /* [size] authenticated connection per rank */
 	bool *in_fence;          /* [size] */
 	uint32_t fence_count;
@@ -146,8 +149,10 @@ static void conn_flush(struct mrail_kvs_server *s, struct conn *c)
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
 				break;
 			if (c->authed)
-				mrail_warn("KVS: lost rank %u (%s): %s", c->rank,
-					   c->peer, strerror(errno));
+				mrail_log(s->job_ending ? MRAIL_LOG_DEBUG
+							: MRAIL_LOG_WARN,
+					  "KVS: lost rank %u (%s): %s", c->rank,
+					  c->peer, strerror(errno));
 			conn_close(s, c);
 			return;
 		}
@@ -351,7 +356,7 @@ static void on_eof(struct mrail_kvs_server *s, struct conn *c)
 	} else if (partial) {
 		mrail_warn("KVS: rank %u (%s) closed in the middle of a "
 			   "message", c->rank, c->peer);
-	} else if (s->in_fence[c->rank]) {
+	} else if (s->in_fence[c->rank] && !s->job_ending) {
 		mrail_warn("KVS: rank %u (%s) disconnected inside a fence; "
 			   "the fence cannot complete until it reconnects",
 			   c->rank, c->peer);
@@ -382,8 +387,10 @@ static int read_step(struct mrail_kvs_server *s, struct conn *c)
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return 0;
 		if (c->authed)
-			mrail_warn("KVS: lost rank %u (%s): %s", c->rank,
-				   c->peer, strerror(errno));
+			mrail_log(s->job_ending ? MRAIL_LOG_DEBUG
+						: MRAIL_LOG_WARN,
+				  "KVS: lost rank %u (%s): %s", c->rank,
+				  c->peer, strerror(errno));
 		else
 			mrail_info("KVS: connection from %s failed: %s",
 				   c->peer, strerror(errno));
@@ -479,7 +486,7 @@ static void accept_one(struct mrail_kvs_server *s, int fd,
 	struct conn *c;
 
 	format_peer(sa, salen, peer, sizeof peer);
-	if (s->unauthenticated >= MAX_UNAUTHENTICATED) {
+	if (s->unauthenticated >= s->max_unauthenticated) {
 		mrail_warn("KVS: rejected connection from %s: %u connections "
 			   "are already authenticating", peer,
 			   s->unauthenticated);
@@ -597,6 +604,11 @@ int mrail_kvs_server_timeout_ms(const struct mrail_kvs_server *s)
 	return (int)((first - now) * 1000.0) + 1;
 }
 
+void mrail_kvs_server_job_ending(struct mrail_kvs_server *s)
+{
+	s->job_ending = true;
+}
+
 int mrail_kvs_server_fd(const struct mrail_kvs_server *s)
 {
 	return s->epfd;
@@ -702,6 +714,7 @@ int mrail_kvs_server_create(const struct mrail_kvs_server_config *cfg,
 	s->size = cfg->size;
 	memcpy(s->key, cfg->key, sizeof s->key);
 	s->auth_timeout = cfg->auth_timeout;
+	s->max_unauthenticated = cfg->size + EXTRA_UNAUTHENTICATED;
 	s->store_max = cfg->store_max;
 	s->store = mrail_kvs_store_create(cfg->store_max);
 	s->rank_conn = calloc(cfg->size, sizeof *s->rank_conn);

@@ -36,5 +36,8 @@ int mrail_kvs_server_fd(const struct mrail_kvs_server *s);
 int mrail_kvs_server_timeout_ms(const struct mrail_kvs_server *s);
 /* Handle whatever is ready and expire overdue handshakes; never blocks. */
 void mrail_kvs_server_dispatch(struct mrail_kvs_server *s);
+/* The launcher is ending the job: ranks vanishing is expected from now on,
+ * so their disconnects are logged at debug level only. */
+void mrail_kvs_server_job_ending(struct mrail_kvs_server *s);
 
 #endif

@@ -174,6 +174,47 @@ ipv6)
 	run -n 1 --bind ::1 bash -c 'echo $MRAIL_KVS_ADDR'
 	expect_out '^\[::1\]:[0-9]+$'
 	;;
+client-env)
+	# The client alone, with a broken environment: each variable is named.
+	K=000102030405060708090a0b0c0d0e0f
+	bad() { # STDERR-PATTERN VAR=VALUE...
+		local pat=$1; shift
+		env -i PATH="$PATH" MRAIL_LOCAL_RANK=0 MRAIL_LOCAL_SIZE=1 "$@" \
+			timeout 20 "$KVS" allgather >"$T/out" 2>"$T/err"
+		RC=$?
+		[ "$RC" -ne 0 ] || fail "accepted: $*"
+		expect_err "$pat"
+	}
+	ok="MRAIL_RANK=0 MRAIL_SIZE=1 MRAIL_JOB_KEY=$K"
+	bad "MRAIL_KVS_ADDR='nonsense' is not HOST:PORT" $ok MRAIL_KVS_ADDR=nonsense
+	bad "MRAIL_KVS_ADDR='127.0.0.1:99999'" $ok MRAIL_KVS_ADDR=127.0.0.1:99999
+	bad "MRAIL_KVS_ADDR='::1:80'" $ok MRAIL_KVS_ADDR=::1:80
+	bad "MRAIL_RANK='5' is not an integer in 0..1" MRAIL_RANK=5 MRAIL_SIZE=2 \
+		MRAIL_JOB_KEY=$K MRAIL_KVS_ADDR=127.0.0.1:1
+	bad "MRAIL_SIZE='abc'" MRAIL_RANK=0 MRAIL_SIZE=abc MRAIL_JOB_KEY=$K \
+		MRAIL_KVS_ADDR=127.0.0.1:1
+	bad "MRAIL_RANK is not set" MRAIL_SIZE=1 MRAIL_JOB_KEY=$K \
+		MRAIL_KVS_ADDR=127.0.0.1:1
+	bad "MRAIL_JOB_KEY is malformed" MRAIL_RANK=0 MRAIL_SIZE=1 \
+		MRAIL_JOB_KEY=xyz MRAIL_KVS_ADDR=127.0.0.1:1
+	grep -q xyz "$T/err" && fail "the job key was echoed"
+	bad "MRAIL_BOOTSTRAP_TIMEOUT='soon'" $ok MRAIL_KVS_ADDR=127.0.0.1:1 \
+		MRAIL_BOOTSTRAP_TIMEOUT=soon
+	# Another job's service refuses us, and we say so.
+	"$RUN" -n 1 -x D="$T" bash -c 'echo $MRAIL_KVS_ADDR > "$D/addr"; exec sleep 30' \
+		>"$T/job.out" 2>"$T/job.err" &
+	pid=$!
+	for i in $(seq 100); do [ -s "$T/addr" ] && break; sleep 0.05; done
+	bad "rejected this rank: bad job key" $ok MRAIL_KVS_ADDR="$(cat "$T/addr")"
+	expect_err "init: -14"
+	kill -TERM "$pid"
+	wait "$pid"
+	grep -Eq "rejected connection from 127\.0\.0\.1:[0-9]+: bad job key" \
+		"$T/job.err" || fail "mrail-run did not log the rejection"
+	# Nobody listening: a clear error after a short retry.
+	bad "cannot connect to mrail-run at MRAIL_KVS_ADDR=127.0.0.1:1: Connection refused" \
+		$ok MRAIL_KVS_ADDR=127.0.0.1:1
+	;;
 tag-output)
 	run -n 2 --tag-output bash -c 'echo hello; echo oops >&2; printf "no newline"'
 	expect_rc 0
