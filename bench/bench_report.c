@@ -150,6 +150,16 @@ void bench_report_rails(mrail_engine_t *e, mrail_peer_t peer)
 		printf("  (none)\n");
 }
 
+void bench_report_noise(int ncpus, double others, double steal)
+{
+	printf("\nmachine: %d CPUs; other processes used %.2f CPUs on average "
+	       "during the measurements, hypervisor steal %.2f CPUs\n", ncpus,
+	       others, steal);
+	if (others > 0.25 || steal > 0.1)
+		printf("WARNING: the machine was busy — figures are disturbed; "
+		       "rerun on an idle machine before trusting them\n");
+}
+
 static void headline_lat(const struct bench_row *w)
 {
 	if (w->size == 0 || !w->eng_lat.n) {

@@ -44,6 +44,8 @@ void bench_report_open(struct bench_report *r, const struct bench_opts *o,
 void bench_report_row(struct bench_report *r, const struct bench_row *row);
 /* Per-rail counters of the engine towards peer. */
 void bench_report_rails(mrail_engine_t *e, mrail_peer_t peer);
+/* How much CPU other processes took during the run (in CPUs). */
+void bench_report_noise(int ncpus, double others, double steal);
 /* Headline figures; closes the CSV file. */
 void bench_report_close(struct bench_report *r);
 

@@ -46,7 +46,7 @@ static void plan_bw(const struct bench_opts *o, const struct bench_bufs *b,
 	if (o->check && window > bench_bufs_slots(b, size))
 		window = bench_bufs_slots(b, size);
 	cap = BW_BUDGET / ((size_t)window * size);
-	nwin = o->iters / window;
+	nwin = o->iters;
 	if ((size_t)nwin > cap)
 		nwin = (int)cap;
 	if (nwin < 1)

@@ -120,6 +120,9 @@ void bench_fmt_bytes(char *buf, size_t cap, uint64_t b)
 	}
 	if (u == 0)
 		snprintf(buf, cap, "%llu B", (unsigned long long)b);
+	else if (b % (1ull << (10 * u)) == 0)
+		snprintf(buf, cap, "%llu %s", (unsigned long long)(b >> (10 * u)),
+			 unit[u]);
 	else
 		snprintf(buf, cap, "%.2f %s", v, unit[u]);
 }

@@ -18,6 +18,7 @@ enum {
 	BENCH_TAG_DATA,
 	BENCH_TAG_ACK,
 	BENCH_TAG_SETUP,
+	BENCH_TAG_RESULT,
 };
 
 struct eng_ctx {

@@ -4,6 +4,7 @@
  *   mrail-run -n 2 mrail-bench [options]
  * Rank 0 drives the measurements and prints; rank 1 answers.
  */
+#include "bench_cpu.h"
 #include "bench_opts.h"
 #include "bench_pin.h"
 #include "bench_report.h"
@@ -51,8 +52,10 @@ int main(int argc, char **argv)
 	struct bench_bufs bufs;
 	struct bench_report rep;
 	struct bench_setup setup;
+	struct bench_cpu cpu0, cpu1;
 	mrail_engine_t *e;
 	int cpu = -1;
+	double peer_cpu = 0, steal = 0;
 
 	bench_opts_parse(&opts, argc, argv);
 	MRAIL_CHECK(mrail_config_init(&cfg));
@@ -79,17 +82,26 @@ int main(int argc, char **argv)
 		fill_setup(&setup, &cfg, &eng, cpu, run.raw, e);
 		bench_report_open(&rep, &opts, &setup);
 	}
+	bench_cpu_sample(&cpu0);
 	for (size_t size = opts.min_size; size <= opts.max_size; size *= 2) {
 		struct bench_row row;
 		bench_measure(&run, size, &row);
 		if (eng.rank == 0)
 			bench_report_row(&rep, &row);
 	}
-	eng_barrier(&eng);
+	bench_cpu_sample(&cpu1);
 	if (eng.rank == 0) {
+		eng_recv(&eng, &peer_cpu, sizeof peer_cpu, BENCH_TAG_RESULT);
 		bench_report_rails(e, eng.peer);
+		bench_report_noise(bench_cpu_count(),
+				   bench_cpu_others(&cpu0, &cpu1, peer_cpu, &steal),
+				   steal);
 		bench_report_close(&rep);
+	} else {
+		peer_cpu = cpu1.self_s - cpu0.self_s;
+		eng_send(&eng, &peer_cpu, sizeof peer_cpu, BENCH_TAG_RESULT);
 	}
+	eng_barrier(&eng);
 
 	if (opts.raw)
 		raw_close(&raw);
