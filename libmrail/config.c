@@ -157,8 +157,10 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	if (bs) {
 		if (!strcmp(bs, "auto"))
 			c->bootstrap = -1;
-		else if ((rc = env_bool("MRAIL_BOOTSTRAP", &c->bootstrap)))
+		else if (strcmp(bs, "0") && strcmp(bs, "1"))
 			return bad("MRAIL_BOOTSTRAP", bs, "auto, 0 or 1");
+		else
+			c->bootstrap = bs[0] - '0';
 	}
 	if ((rc = env_seconds("MRAIL_CONNECT_TIMEOUT", &c->connect_timeout)) ||
 	    (rc = env_seconds("MRAIL_FINALIZE_TIMEOUT", &c->finalize_timeout)))

@@ -250,6 +250,7 @@ void handshake_on_frame(struct mrail_engine *e, struct rail *r,
 			const void *head, size_t len);
 void handshake_expire(struct mrail_engine *e);
 void rail_up(struct mrail_engine *e, struct rail *r);
+void rail_update_names(struct rail *r);
 
 /* rail.c */
 struct rail *rail_new(struct mrail_engine *e, struct local_rail *l);

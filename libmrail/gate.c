@@ -143,8 +143,10 @@ static int connect_rails(struct mrail_engine *e, struct gate *g)
 		g->rails[i] = r;
 		int rc = l->ops->connect(l->drv, l->local, g->remote[i].addr,
 					 g->remote[i].addr_len, r, &r->ep);
-		if (rc == MRAIL_OK)
+		if (rc == MRAIL_OK) {
+			rail_update_names(r);
 			rc = handshake_send_hello(e, r);
+		}
 		if (rc != MRAIL_OK) {
 			gate_fail(e, g, rc, "connecting a rail failed");
 			return MRAIL_OK; /* the gate exists; it failed */

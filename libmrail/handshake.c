@@ -85,7 +85,7 @@ static int send_ack(struct mrail_engine *e, struct rail *r)
 	return rc;
 }
 
-static void update_names(struct rail *r)
+void rail_update_names(struct rail *r)
 {
 	if (r->ep)
 		r->local->ops->ep_names(r->ep, r->stats.local,
@@ -114,7 +114,7 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 	g = r->gate;
 	r->state = RAIL_UP;
 	r->stats.up = 1;
-	update_names(r);
+	rail_update_names(r);
 	g->rails_up++;
 	if (r->eager_max < g->eager_max)
 		g->eager_max = r->eager_max;
@@ -254,6 +254,7 @@ static void *up_accepted(void *engine_ctx, struct mrail_drv_ep *ep)
 		return NULL;
 	r->ep = ep;
 	r->state = RAIL_WAIT_HELLO;
+	rail_update_names(r);
 	r->deadline = mrail_now() + e->cfg.connect_timeout;
 	mrail_list_append(&e->handshaking, &r->link);
 	return r;
@@ -270,6 +271,7 @@ static void up_connected(void *ctx, int status)
 	}
 	if (r->state == RAIL_CONNECTING)
 		r->state = RAIL_WAIT_ACK;
+	rail_update_names(r);
 }
 
 static void up_recv_frame(void *ctx, const void *head, size_t len)
