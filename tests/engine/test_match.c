@@ -290,7 +290,7 @@ static void test_self(mrail_engine_t *e, uint32_t me)
 static void test_bad_args(mrail_engine_t *e)
 {
 	mrail_request_t *r;
-	char b[4];
+	char b[4] = {0};
 	CHECK_EQ(mrail_isend(e, 12345, b, 4, 1, &r), MRAIL_ERR_NOT_FOUND);
 	CHECK_EQ(mrail_irecv(e, 12345, b, 4, 1, 0, &r), MRAIL_ERR_NOT_FOUND);
 	CHECK_EQ(mrail_isend(e, 0, NULL, 4, 1, &r), MRAIL_ERR_INVALID);

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what libmrail needs to build and test on Debian 12 (idempotent:
+# does nothing when everything is already there).
+set -euo pipefail
+pkgs=(build-essential pkg-config meson ninja-build libhwloc-dev libfabric-dev
+      libibverbs-dev iproute2 python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds with -Werror, runs the whole test suite,
+# then again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Ends with one line: "N passed, N failed, N skipped".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+run_suite() { # name, meson options...
+  local dir=$1; shift
+  rm -rf "$dir"
+  if ! meson setup "$dir" -Dwerror=true "$@" >"$dir.setup.log" 2>&1; then
+    cat "$dir.setup.log"; return 1
+  fi
+  ninja -C "$dir" || return 1
+  meson test -C "$dir" --print-errorlogs --num-processes 2
+  return 0
+}
+
+build_failed=0
+run_suite build-test --buildtype=debugoptimized || build_failed=$((build_failed + 1))
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run_suite build-asan --buildtype=debug -Db_sanitize=address,undefined \
+  -Db_lundef=false || build_failed=$((build_failed + 1))
+
+python3 - "$build_failed" <<'PY'
+import json, sys, os
+passed = failed = skipped = 0
+failed += int(sys.argv[1])
+for d in ("build-test", "build-asan"):
+    log = os.path.join(d, "meson-logs", "testlog.json")
+    if not os.path.exists(log):
+        continue
+    for line in open(log):
+        r = json.loads(line).get("result", "")
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(1 if failed or passed == 0 else 0)
+PY
