@@ -209,6 +209,17 @@ reject(struct mrail_kvs_server *s, struct conn *c, const char *fmt, ...)
 
 /* ---- requests --------------------------------------------------------- */
 
+static void on_eof(struct mrail_kvs_server *s, struct conn *c);
+
+/* 1 if the peer has closed and nothing it sent is left unread. */
+static bool conn_is_gone(const struct conn *c)
+{
+	char byte;
+	ssize_t n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+			  errno != EINTR);
+}
+
 static void handle_auth(struct mrail_kvs_server *s, struct conn *c,
 			const uint8_t *p, size_t len)
 {
@@ -232,6 +243,12 @@ static void handle_auth(struct mrail_kvs_server *s, struct conn *c,
 		return;
 	}
 	struct conn *old = s->rank_conn[auth.rank];
+	if (old && conn_is_gone(old)) {
+		/* A rank reconnecting right after closing: its EOF may simply
+		 * not have been handled yet in this round. */
+		on_eof(s, old);
+		old = NULL;
+	}
 	if (old) {
 		reject(s, c, "rank %u is already connected from %s", auth.rank,
 		       old->peer);

@@ -79,7 +79,8 @@ env)
 	[ "$(cat "$T/out")" != "$key1" ] || fail "job key reused across jobs"
 	;;
 exit-status)
-	run -n 4 -x D="$T" bash -c \
+	# A long grace: ending promptly proves SIGTERM reached the others.
+	run -n 4 --grace 20 -x D="$T" bash -c \
 		'[ "$MRAIL_RANK" = 2 ] && { sleep 0.3; exit 3; }; '"$SLEEPER"
 	expect_rc 3
 	expect_err 'mrail-run: rank 2 \(pid [0-9]+\) exited with status 3'
@@ -87,13 +88,13 @@ exit-status)
 	expect_gone
 	;;
 kill9)
-	run -n 3 --grace 2 "$KVS" die-in-fence 1 9
+	run -n 3 --grace 20 "$KVS" die-in-fence 1 9
 	expect_rc 137
 	expect_err 'mrail-run: rank 1 \(pid [0-9]+\) killed by signal 9 \(Killed\)'
 	expect_fast 8
 	;;
 sigint)
-	"$RUN" -n 3 -x D="$T" bash -c "$SLEEPER" >"$T/out" 2>"$T/err" &
+	"$RUN" -n 3 --grace 20 -x D="$T" bash -c "$SLEEPER" >"$T/out" 2>"$T/err" &
 	pid=$!
 	wait_pidfiles 3
 	t0=$SECONDS
@@ -131,7 +132,7 @@ launcher-killed)
 	expect_gone
 	;;
 timeout)
-	run -n 2 --timeout 1 -x D="$T" bash -c "$SLEEPER"
+	run -n 2 --timeout 1 --grace 20 -x D="$T" bash -c "$SLEEPER"
 	expect_rc 124
 	expect_err 'exceeded --timeout 1 s'
 	expect_fast 6
