@@ -10,6 +10,7 @@
  * MRAIL_STRATEGY=iso.
  */
 #include "bench_util.h"
+#include "demo_rails.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,7 +22,6 @@
 #define TAG_DATA 0xde0001
 #define TAG_SUM 0xde0002
 #define TAG_DONE 0xde0003
-#define MAX_RAILS 64
 
 struct demo_opts {
 	double seconds;
@@ -146,64 +146,12 @@ static int one_message(struct demo *d, size_t size, uint64_t seed, int more)
 	return (int)theirs.more;
 }
 
-struct rail_snap {
-	int n;
-	struct mrail_rail_stats s[MAX_RAILS];
-};
-
-static void snapshot(struct demo *d, struct rail_snap *snap)
-{
-	int n = mrail_rail_count(d->e, d->peer);
-	if (n < 0)
-		bench_die("mrail_rail_count failed: %s (%d)", mrail_strerror(n), n);
-	snap->n = n > MAX_RAILS ? MAX_RAILS : n;
-	for (int i = 0; i < snap->n; i++)
-		MRAIL_CHECK(mrail_rail_stats(d->e, d->peer, i, &snap->s[i]));
-}
-
-static void print_rails(const struct demo *d, const struct rail_snap *a,
-			const struct rail_snap *b)
-{
-	uint64_t tx_all = 0, rx_all = 0;
-	int w = 16;
-	char ep[160], tx[32], rx[32];
-
-	for (int i = 0; i < b->n; i++) {
-		int l = snprintf(ep, sizeof ep, "%s -> %s", b->s[i].local, b->s[i].remote);
-		if (l > w)
-			w = l;
-		tx_all += b->s[i].tx_bytes - (i < a->n ? a->s[i].tx_bytes : 0);
-		rx_all += b->s[i].rx_bytes - (i < a->n ? a->s[i].rx_bytes : 0);
-	}
-	printf("\n%-5s %-7s %-*s %12s %12s %7s %10s %10s\n", "rail", "driver",
-	       w, "local -> remote", "sent", "received", "share", "out MB/s",
-	       "in MB/s");
-	for (int i = 0; i < b->n; i++) {
-		uint64_t t = b->s[i].tx_bytes - (i < a->n ? a->s[i].tx_bytes : 0);
-		uint64_t r = b->s[i].rx_bytes - (i < a->n ? a->s[i].rx_bytes : 0);
-		double share = tx_all + rx_all ? 100.0 * (double)(t + r) /
-						 (double)(tx_all + rx_all) : 0;
-		snprintf(ep, sizeof ep, "%s -> %s", b->s[i].local, b->s[i].remote);
-		bench_fmt_bytes(tx, sizeof tx, t);
-		bench_fmt_bytes(rx, sizeof rx, r);
-		printf("%-5d %-7s %-*s %12s %12s %6.1f%% %10.1f %10.1f%s\n", i,
-		       b->s[i].driver, w, ep, tx, rx, share,
-		       (double)t / 1e6 / d->xfer_s, (double)r / 1e6 / d->xfer_s,
-		       b->s[i].up ? "" : "  (DOWN)");
-	}
-	bench_fmt_bytes(tx, sizeof tx, tx_all);
-	bench_fmt_bytes(rx, sizeof rx, rx_all);
-	printf("%-5s %-7s %-*s %12s %12s %6.1f%% %10.1f %10.1f\n", "total", "",
-	       w, "", tx, rx, 100.0, (double)tx_all / 1e6 / d->xfer_s,
-	       (double)rx_all / 1e6 / d->xfer_s);
-}
-
 int main(int argc, char **argv)
 {
 	struct demo_opts o;
 	struct mrail_config cfg;
 	struct demo d = { 0 };
-	struct rail_snap before, after;
+	struct demo_rails before, after;
 	struct verdict peer_v = { 0, 0 }, my_v;
 	int nsizes = 0;
 
@@ -224,7 +172,7 @@ int main(int argc, char **argv)
 
 	/* Connect the rails, then count only the demo's own traffic. */
 	exchange(&d, &d.rank, &my_v, 0, TAG_DONE, "start barrier");
-	snapshot(&d, &before);
+	demo_rails_snapshot(d.e, d.peer, &before);
 	uint64_t start = bench_now_ns();
 	for (uint32_t round = 0, more = 1; more; round++) {
 		int k = 0;
@@ -240,7 +188,7 @@ int main(int argc, char **argv)
 		nsizes = k;
 	}
 	double wall = (double)(bench_now_ns() - start) / 1e9;
-	snapshot(&d, &after);
+	demo_rails_snapshot(d.e, d.peer, &after);
 
 	my_v = (struct verdict){ d.messages, d.bad };
 	exchange(&d, &my_v, &peer_v, sizeof my_v, TAG_DONE, "final exchange");
@@ -261,7 +209,7 @@ int main(int argc, char **argv)
 		if (bad)
 			printf("  %llu of %llu messages corrupted\n",
 			       (unsigned long long)bad, (unsigned long long)total);
-		print_rails(&d, &before, &after);
+		demo_rails_print(&before, &after, d.xfer_s);
 		printf("(bandwidth = bytes / %.2f s spent in the exchanges, per "
 		       "direction; share = sent + received)\n", d.xfer_s);
 		fflush(stdout);
