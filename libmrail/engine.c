@@ -229,7 +229,9 @@ static int bootstrap_wireup(struct mrail_engine *e,
 	if (rc)
 		return rc == MRAIL_ERR_NOMEM ? rc : MRAIL_ERR_BOOTSTRAP;
 	while (!gates_ready(e, &failed)) {
-		engine_progress(e);
+		/* Ranks often outnumber cores here: sleep when idle. */
+		if (engine_progress(e) == 0)
+			engine_idle_wait(e, 1);
 		handshake_expire(e);
 	}
 	if (failed) {
@@ -363,7 +365,7 @@ static int peers_closed(struct mrail_engine *e)
 {
 	for (uint32_t i = 0; i < e->ngates; i++) {
 		struct gate *g = e->gates[i];
-		if (!g->self && (g->state == GATE_UP || g->state == GATE_CONNECTING))
+		if (!g->self && g->state == GATE_UP) /* we said BYE to it */
 			return 0;
 	}
 	return 1;
@@ -400,13 +402,15 @@ static void engine_close(struct mrail_engine *e)
 	double deadline = mrail_now() + e->cfg.finalize_timeout;
 
 	while (!sends_flushed(e) && mrail_now() < deadline)
-		engine_progress(e);
+		if (engine_progress(e) == 0)
+			engine_idle_wait(e, 1);
 	if (!sends_flushed(e))
 		mrail_warn("engine closing with sends still queued after %.1f s",
 			   e->cfg.finalize_timeout);
 	send_byes(e);
 	while ((!peers_closed(e) || !sends_flushed(e)) && mrail_now() < deadline)
-		engine_progress(e);
+		if (engine_progress(e) == 0)
+			engine_idle_wait(e, 1);
 	for (uint32_t i = 0; i < e->ngates; i++)
 		if (e->gates[i]->state == GATE_UP)
 			mrail_debug("%s did not close its engine within %.1f s",

@@ -212,7 +212,6 @@ struct mrail_engine {
 	int wake_fd;
 
 	uint64_t progress_calls;
-	int in_progress;
 };
 
 /* engine.c */

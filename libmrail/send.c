@@ -79,6 +79,11 @@ void gate_schedule(struct mrail_engine *e, struct gate *g)
 				break;
 			rc = pack_one(e, g, rail, op, r);
 		}
+		if (rc == MRAIL_OK && op->len == sizeof(struct mrail_wire_pkt_hdr)) {
+			packet_put(e, op); /* nothing fitted: cannot happen, as
+					      eager_max fits a packet */
+			break;
+		}
 		if (rc == MRAIL_OK)
 			rc = rail_post_packet(e, rail, op);
 		if (rc != MRAIL_OK) {

@@ -8,10 +8,13 @@ bash scripts/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 run_suite() { # name, meson options...
   local dir=$1; shift
+  local log
+  log=$(mktemp)
   rm -rf "$dir"
-  if ! meson setup "$dir" -Dwerror=true "$@" >"$dir.setup.log" 2>&1; then
-    cat "$dir.setup.log"; return 1
+  if ! meson setup "$dir" -Dwerror=true "$@" >"$log" 2>&1; then
+    cat "$log"; rm -f "$log"; return 1
   fi
+  rm -f "$log"
   ninja -C "$dir" || return 1
   meson test -C "$dir" --print-errorlogs --num-processes 2
   return 0
