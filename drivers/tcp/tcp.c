@@ -258,10 +258,14 @@ static void free_zombies(struct mrail_drv *drv)
 
 static void tcp_close(struct mrail_drv *drv)
 {
+	struct mrail_drv_ep *ep, *next;
+
 	if (!drv)
 		return;
-	while (drv->eps)
-		tcp_ep_close(drv->eps);
+	for (ep = drv->eps; ep; ep = next) {
+		next = ep->next;
+		tcp_ep_close(ep);
+	}
 	free_zombies(drv);
 	for (int i = 0; i < drv->nlisteners; i++) {
 		close(drv->listeners[i]->poll.fd);

@@ -951,6 +951,13 @@ static bool close_on_first_done(struct tep *t, void *send_ctx, int status)
 	return true;
 }
 
+static bool ignore_done_or_peer(struct tep *t, void *send_ctx, int status)
+{
+	(void)t, (void)send_ctx;
+	CHECK(status == 0 || status == MRAIL_ERR_PEER);
+	return true;
+}
+
 static int test_fail_with_completions(void)
 {
 	static const char msg[32] = "sent before the EOF is seen";
@@ -1044,6 +1051,36 @@ static int test_body_after_head(void)
 	h_close(&a->acc[0]);
 	h_side_close(a);
 	free(body);
+	return 0;
+}
+
+/* send() on a connection the peer closed and reset: the write fails with
+ * EPIPE inside send() (which must neither raise SIGPIPE nor make an
+ * upcall); the next progress reports it. */
+static int test_write_after_close(void)
+{
+	static const char msg[32] = "to a closed peer";
+	struct side *a, *b;
+	struct tep tb, *ta = pair(&a, &b, &tb);
+
+	tb.on_send_done = ignore_done_or_peer;
+	h_close(ta); /* FIN */
+	usleep(20000);
+	/* Leaves (the peer's kernel answers it with a reset)... */
+	CHECK(h_send(&tb, msg, sizeof msg, NULL, 0, NULL) == 0);
+	usleep(20000);
+	/* ...so this one fails with EPIPE: still 0 here, error later. */
+	CHECK(h_send(&tb, msg, sizeof msg, NULL, 0, NULL) == 0);
+	CHECK(tb.send_ok == 0 && tb.send_err == 0 && !tb.errors);
+	h_progress(b);
+	CHECK(tb.errors == 1 && tb.error_status == MRAIL_ERR_PEER);
+	printf("ok: %s\n", tb.why);
+	CHECK(tb.send_ok == 1 && tb.send_err == 1);
+	CHECK(tb.last_send_err == MRAIL_ERR_PEER);
+	CHECK(h_send(&tb, msg, sizeof msg, NULL, 0, NULL) == MRAIL_ERR_PEER);
+	h_close(&tb);
+	h_side_close(a);
+	h_side_close(b);
 	return 0;
 }
 
@@ -1185,6 +1222,7 @@ static const struct {
 	{"reentrancy", test_reentrancy},
 	{"fail-with-completions", test_fail_with_completions},
 	{"body-after-head", test_body_after_head},
+	{"write-after-close", test_write_after_close},
 	{"pingpong", test_pingpong},
 	{"wait-fd", test_wait_fd},
 	{"close-pending", test_close_pending},
