@@ -90,6 +90,7 @@ static inline void job_child(int fd, uint32_t rank, uint32_t n, job_fn fn)
 	}
 	int rc = fn(e, rank, n);
 	CHECK_RC(mrail_engine_destroy(e));
+	fflush(stdout);
 	_exit(rc);
 }
 
