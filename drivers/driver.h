@@ -69,6 +69,8 @@ struct mrail_drv_upcalls {
 	 */
 	void *(*recv_body)(void *ep_ctx, const void *head, size_t head_len,
 			   uint64_t body_len, struct iovec *dst, int *dst_cnt);
+	/* Not called if the connection fails or closes mid-body: the
+	 * engine must not tie resources to the cookie alone. */
 	void (*recv_body_done)(void *ep_ctx, void *cookie);
 	/* A posted send left (the memory it referenced may be reused). */
 	void (*send_done)(void *ep_ctx, void *send_ctx, int status);
@@ -131,7 +133,9 @@ struct mrail_drv_ops {
 	int (*progress)(struct mrail_drv *drv);
 
 	/* An fd that becomes readable when progress() has work (for blocking
-	 * waits and the progress thread), or -1. */
+	 * waits and the progress thread), or -1. Completions of sends that
+	 * left inside send() do not wake it: call progress() until it
+	 * returns 0 before blocking on this fd. */
 	int (*wait_fd)(struct mrail_drv *drv);
 
 	/* Printable local and remote addresses of an endpoint. */
