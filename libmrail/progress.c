@@ -44,8 +44,10 @@ static void *progress_main(void *arg)
 	for (;;) {
 		engine_lock(e);
 		int stop = e->progress_thread_stop;
-		if (!stop)
-			engine_progress(e);
+		/* Until quiet: completions of sends that left inside send()
+		 * do not wake the fd we sleep on. */
+		while (!stop && engine_progress(e) > 0)
+			;
 		engine_unlock(e);
 		if (stop)
 			break;
