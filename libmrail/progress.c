@@ -44,13 +44,15 @@ static void *progress_main(void *arg)
 	for (;;) {
 		engine_lock(e);
 		int stop = e->progress_thread_stop;
-		/* Until quiet: completions of sends that left inside send()
-		 * do not wake the fd we sleep on. */
-		while (!stop && engine_progress(e) > 0)
-			;
+		int events = stop ? 0 : engine_progress(e);
 		engine_unlock(e);
 		if (stop)
 			break;
+		/* Only sleep once quiet: completions of sends that left
+		 * inside send() do not wake the fd. The lock is released
+		 * between rounds so application threads get in. */
+		if (events > 0)
+			continue;
 		/* Sleep in the kernel until a socket is ready; the timeout
 		 * bounds how late handshake deadlines are noticed. */
 		poll(p, p[0].fd >= 0 ? 2 : 1, 100);
