@@ -222,6 +222,15 @@ void engine_unlock(struct mrail_engine *e);
 int config_copy_strings(struct mrail_engine *e, const struct mrail_config *c);
 void config_free_strings(struct mrail_engine *e);
 
+/* A buffer given to isend/irecv: contiguous (iov NULL) or an iovec. */
+static inline int buffer_args_valid(const struct iovec *iov, int iovcnt,
+				    const void *buf, size_t len)
+{
+	if (iov)
+		return iovcnt >= 0 && iovcnt <= MRAIL_IOV_MAX;
+	return iovcnt == 0 && (len == 0 || buf);
+}
+
 /* request.c */
 struct mrail_request *request_new(struct mrail_engine *e, int kind,
 				  const struct iovec *iov, int iovcnt,

@@ -281,8 +281,7 @@ static int irecv_common(struct mrail_engine *e, mrail_peer_t src,
 			size_t len, uint64_t tag, uint64_t mask,
 			struct mrail_request **out)
 {
-	if (!e || !out || (iov && (iovcnt < 0 || iovcnt > MRAIL_IOV_MAX)) ||
-	    (iovcnt > 0 && !iov) || (!iov && len && !buf))
+	if (!e || !out || !buffer_args_valid(iov, iovcnt, buf, len))
 		return MRAIL_ERR_INVALID;
 	*out = NULL;
 	engine_lock(e);

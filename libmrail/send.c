@@ -117,8 +117,7 @@ static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
 {
 	int rc;
 
-	if (!e || !out || (iov && (iovcnt < 0 || iovcnt > MRAIL_IOV_MAX)) ||
-	    (iovcnt > 0 && !iov) || (!iov && len && !buf))
+	if (!e || !out || !buffer_args_valid(iov, iovcnt, buf, len))
 		return MRAIL_ERR_INVALID;
 	*out = NULL;
 	engine_lock(e);

@@ -3,19 +3,11 @@
 #define MRAIL_TEST_HARNESS_H
 
 #include <mrail.h>
+#include "../check.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(cond)                                                        \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: check failed: %s\n",       \
-				__FILE__, __LINE__, #cond);                \
-			exit(1);                                           \
-		}                                                          \
-	} while (0)
 
 #define CHECK_RC(expr)                                                     \
 	do {                                                               \
@@ -23,17 +15,6 @@
 		if (rc_ != MRAIL_OK) {                                     \
 			fprintf(stderr, "%s:%d: %s -> %d (%s)\n", __FILE__,\
 				__LINE__, #expr, rc_, mrail_strerror(rc_));\
-			exit(1);                                           \
-		}                                                          \
-	} while (0)
-
-#define CHECK_EQ(a, b)                                                     \
-	do {                                                               \
-		long long a_ = (long long)(a), b_ = (long long)(b);        \
-		if (a_ != b_) {                                            \
-			fprintf(stderr, "%s:%d: %s == %s failed: %lld != "  \
-				"%lld\n", __FILE__, __LINE__, #a, #b, a_,  \
-				b_);                                       \
 			exit(1);                                           \
 		}                                                          \
 	} while (0)

@@ -1,5 +1,5 @@
 /* SipHash-2-4-128 against the reference vectors; key parsing. */
-#include "unit.h"
+#include "../check.h"
 #include "util/auth.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /* iovec slicing and copies, checked against a flat reference. */
-#include "unit.h"
+#include "../check.h"
 #include "util/iov.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /* Built-in strategies: plans cover the payload exactly, options parse. */
-#include "unit.h"
+#include "../check.h"
 #include "mrail.h"
 #include "strategies/strategy.h"
 

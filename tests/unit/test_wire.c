@@ -3,7 +3,7 @@
  * is rejected with a reason, and random garbage never reads out of bounds
  * (run under ASan in CI).
  */
-#include "unit.h"
+#include "../check.h"
 #include "libmrail/wire.h"
 
 #include <string.h>
