@@ -28,8 +28,9 @@ static void usage(FILE *f)
 "  --no-raw         skip the raw TCP baseline\n"
 "  --raw-addr IP    address of the raw TCP baseline (default: the local\n"
 "                   address of rail 0, else 127.0.0.1)\n"
-"  --raw-sockbuf B  SO_SNDBUF/SO_RCVBUF of the raw sockets (default 4M;\n"
-"                   0 keeps kernel autotuning)\n"
+"  --raw-sockbuf B  SO_SNDBUF/SO_RCVBUF of the raw sockets (default: like\n"
+"                   the TCP driver, MRAIL_TCP_SOCKBUF or 4M; 0 keeps kernel\n"
+"                   autotuning)\n"
 "  --pin            pin rank r to CPU r %% ncpus\n"
 "  --check          fill and verify every payload (timings then include\n"
 "                   the verification and are not representative)\n"
@@ -89,6 +90,11 @@ void bench_opts_parse(struct bench_opts *o, int argc, char **argv)
 		.iters = 1000, .warmup = 100, .reps = 5, .window = 16,
 		.do_lat = 1, .do_bw = 1, .raw = 1, .raw_sockbuf = 4l << 20,
 	};
+	/* Same socket buffers as the engine's TCP driver by default. */
+	const char *drv_sockbuf = getenv("MRAIL_TCP_SOCKBUF");
+	size_t v;
+	if (drv_sockbuf && !bench_parse_size(drv_sockbuf, &v) && v <= (1u << 30))
+		o->raw_sockbuf = (long)v;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case OPT_MIN: o->min_size = parse_size_opt("--min-size", optarg); break;

@@ -48,14 +48,12 @@ static void set_int(int fd, int level, int opt, int val, const char *name)
 
 static void set_bufs(int fd, long sockbuf)
 {
-	int v = (int)sockbuf;
+	/* As the TCP driver does: the kernel caps the values at
+	 * net.core.[wr]mem_max (and doubles them). */
 	if (sockbuf <= 0)
 		return;
-	/* The FORCE variants (root) go beyond net.core.[rw]mem_max. */
-	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof v))
-		set_int(fd, SOL_SOCKET, SO_SNDBUF, v, "SO_SNDBUF");
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v))
-		set_int(fd, SOL_SOCKET, SO_RCVBUF, v, "SO_RCVBUF");
+	set_int(fd, SOL_SOCKET, SO_SNDBUF, (int)sockbuf, "SO_SNDBUF");
+	set_int(fd, SOL_SOCKET, SO_RCVBUF, (int)sockbuf, "SO_RCVBUF");
 }
 
 static struct addrinfo *resolve(const char *host, const char *port, int passive)

@@ -22,7 +22,8 @@ struct raw_ctx {
  * Both ranks. Rank 0 listens on addr (NULL: the local address of rail 0 to
  * the peer, else 127.0.0.1) on an ephemeral port and sends address and port
  * to rank 1 in an mrail message; rank 1 connects. sockbuf > 0 sets
- * SO_SNDBUF/SO_RCVBUF (0 keeps kernel autotuning). TCP_NODELAY is on.
+ * SO_SNDBUF/SO_RCVBUF like the TCP driver (0 keeps kernel autotuning).
+ * TCP_NODELAY is on.
  */
 void raw_setup(struct raw_ctx *r, struct eng_ctx *sync, const char *addr,
 	       long sockbuf);
