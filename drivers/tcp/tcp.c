@@ -196,26 +196,26 @@ static int new_socket(const struct mrail_drv *drv, int family)
 	return fd;
 }
 
-/* MRAIL_TCP_SOCKBUF: bytes (k/m suffix allowed), 0 = kernel autotuning. */
+/* MRAIL_TCP_SOCKBUF: bytes (k/m suffix allowed), 0 = kernel autotuning.
+ * Returns the size, or -1 (logged) when the value is malformed. */
 static int sockbuf_from_env(void)
 {
 	const char *s = getenv("MRAIL_TCP_SOCKBUF");
 	char *end;
 	long long v;
 
-	if (!s || !*s)
+	if (!s)
 		return TCP_DEFAULT_SOCKBUF;
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (*end == 'k' || *end == 'K')
+	if (end != s && (*end == 'k' || *end == 'K'))
 		v *= 1024, end++;
-	else if (*end == 'm' || *end == 'M')
+	else if (end != s && (*end == 'm' || *end == 'M'))
 		v *= 1024 * 1024, end++;
-	if (errno || *end || v < 0 || v > (1 << 30)) {
-		mrail_warn("tcp: ignoring MRAIL_TCP_SOCKBUF='%s' (want bytes "
-			   "up to 1g, k/m suffix, 0 = kernel default)",
-			   s);
-		return TCP_DEFAULT_SOCKBUF;
+	if (errno || end == s || *end || v < 0 || v > (1 << 30)) {
+		mrail_error("invalid MRAIL_TCP_SOCKBUF='%s': expected bytes up "
+			    "to 1g (k/m suffix), 0 = kernel default", s);
+		return -1;
 	}
 	return (int)v;
 }
@@ -226,9 +226,12 @@ static int tcp_open(const struct mrail_drv_open_args *args,
 		    struct mrail_drv **out)
 {
 	struct mrail_drv *drv;
+	int sockbuf = sockbuf_from_env();
 
 	if (!args || !args->upcalls || !out)
 		return MRAIL_ERR_INVALID;
+	if (sockbuf < 0)
+		return MRAIL_ERR_CONFIG;
 	drv = calloc(1, sizeof *drv);
 	if (!drv)
 		return MRAIL_ERR_NOMEM;
@@ -240,7 +243,7 @@ static int tcp_open(const struct mrail_drv_open_args *args,
 	}
 	drv->up = args->upcalls;
 	drv->engine_ctx = args->engine_ctx;
-	drv->sockbuf = sockbuf_from_env();
+	drv->sockbuf = sockbuf;
 	*out = drv;
 	return 0;
 }

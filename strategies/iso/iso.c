@@ -3,8 +3,9 @@
  * (the equal split NewMadeleine's paper measures against). Options:
  *   chunks=N     chunks per rail (default 1), to exercise reassembly with
  *                many chunks per message;
- *   min_chunk=B  no chunk smaller than B bytes (default 4096): small
- *                payloads use fewer rails.
+ *   min_chunk=B  no chunk smaller than B bytes (default 64 KiB): below
+ *                that, splitting costs more than a rail's handshake
+ *                saves, so mid-size payloads use fewer rails.
  * Eager packets go to the fastest idle rail.
  */
 #include "mrail.h"
@@ -48,11 +49,11 @@ static int iso_init(const char *args, void **state)
 		return MRAIL_ERR_NOMEM;
 	}
 	s->chunks_per_rail = 1;
-	s->min_chunk = 4096;
+	s->min_chunk = 65536;
 	for (char *kv = strtok_r(copy, ",", &save); kv && rc == MRAIL_OK;
 	     kv = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(kv, '=');
-		uint64_t v;
+		uint64_t v = 0;
 		if (!eq) {
 			mrail_error("MRAIL_STRATEGY: iso option '%s' is not "
 				    "key=value", kv);

@@ -27,6 +27,7 @@ static const struct { const char *var, *value; } bad[] = {
 	{"MRAIL_RAILS", "no-such-interface0"},
 	{"MRAIL_RAILS", ","},
 	{"MRAIL_BOOTSTRAP", "sometimes"},
+	{"MRAIL_TCP_SOCKBUF", "huge"},
 };
 
 static char logbuf[1 << 16];

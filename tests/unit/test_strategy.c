@@ -47,7 +47,7 @@ int main(void)
 	CHECK(iso->init("", &st) == MRAIL_OK);
 	int n = iso->rdv_split(st, v, 3, 5000, c, MRAIL_MAX_CHUNKS);
 	check_plan(c, n, 3, 5000);
-	CHECK(n == 1); /* min_chunk 4096: small payloads stay whole */
+	CHECK(n == 1); /* below the default min_chunk: stays whole */
 	iso->fini(st);
 
 	CHECK(single->init("", &st) == MRAIL_OK);
