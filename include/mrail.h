@@ -214,7 +214,8 @@ MRAIL_API int mrail_irecvv(mrail_engine_t *engine, mrail_peer_t src,
  * MRAIL_OK once the request completed (check status->error for its
  * outcome); mrail_test() returns MRAIL_ERR_AGAIN while it is pending.
  * wait_all/wait_any skip NULL entries and set completed entries to NULL;
- * wait_all returns the first error of any request (MRAIL_OK if none).
+ * wait_all returns the first error of any request (MRAIL_OK if none);
+ * wait_any returns MRAIL_ERR_INVALID when every entry is NULL.
  */
 MRAIL_API int mrail_test(mrail_engine_t *engine, mrail_request_t *req,
 			 mrail_status_t *status);
