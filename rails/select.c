@@ -1,0 +1,2 @@
+/* being written (issue 3) */
+typedef int mrail_placeholder_select;
