@@ -106,11 +106,16 @@ enum mrail_log_level {
 struct mrail_config {
 	unsigned version;          /* MRAIL_CONFIG_VERSION */
 	const char *drivers;       /* MRAIL_DRIVERS: comma list, default "tcp" */
-	const char *rails;         /* MRAIL_RAILS: comma list of local interface
-	                              names or IP addresses, one rail each;
-	                              NULL = loopback rails */
-	unsigned tcp_loopback_rails; /* MRAIL_TCP_LOOPBACK_RAILS: number of
-	                              loopback rails when `rails` is NULL (1..64) */
+	const char *rails;         /* MRAIL_RAILS: comma list of interface names
+	                              or addresses that rails to other hosts may
+	                              use (NULL = every interface that is up);
+	                              address selection pairs them with the
+	                              peer's (docs/address-selection.md) */
+	const char *rails_exclude; /* MRAIL_RAILS_EXCLUDE: interfaces or
+	                              addresses never to use */
+	unsigned tcp_loopback_rails; /* MRAIL_TCP_LOOPBACK_RAILS: number of rails
+	                              between processes of the same host, over
+	                              loopback (1..64, default 1) */
 	const char *strategy;      /* MRAIL_STRATEGY: name[:key=value,...],
 	                              default "single" */
 	int log_level;             /* MRAIL_LOG_LEVEL: error|warn|info|debug|trace
@@ -167,7 +172,7 @@ MRAIL_API uint32_t mrail_size(const mrail_engine_t *engine);
  * to peers out of band. *len holds the buffer size on entry, the blob size on
  * return (MRAIL_ERR_INVALID with the needed size if too small).
  */
-#define MRAIL_ADDR_MAX 4096
+#define MRAIL_ADDR_MAX 16384
 MRAIL_API int mrail_address(mrail_engine_t *engine, void *buf, size_t *len);
 
 /*
@@ -250,6 +255,23 @@ struct mrail_rail_stats {
 	uint64_t tx_packets, rx_packets;   /* eager/control packets */
 	uint64_t tx_wire_bytes, rx_wire_bytes; /* everything, headers included */
 };
+
+/* What a rail is: chosen at wire-up (loopback for processes of the same
+ * host, address selection between hosts). */
+struct mrail_rail_info {
+	char driver[16];
+	char local_if[16];      /* interface name ("lo" for loopback rails) */
+	char remote_if[16];     /* the peer's interface */
+	char local_addr[64];    /* "10.0.0.1:40123" once connected */
+	char remote_addr[64];
+	int conn_type;          /* 0 loopback; 1 private IPv4 same network;
+	                           2 public same network; 3 public routed;
+	                           4 private fallback (docs/address-selection.md) */
+	uint64_t speed_mbps;    /* local link speed, 0 if unknown */
+	int up;
+};
+MRAIL_API int mrail_rail_info(mrail_engine_t *engine, mrail_peer_t peer,
+			      int rail, struct mrail_rail_info *info);
 
 /* Number of rails to a peer (0 for the self peer). */
 MRAIL_API int mrail_rail_count(const mrail_engine_t *engine, mrail_peer_t peer);

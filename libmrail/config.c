@@ -11,7 +11,8 @@ extern char **environ;
 
 /* Every MRAIL_* variable anything in the project reads; others warn. */
 static const char *const known_vars[] = {
-	"MRAIL_DRIVERS", "MRAIL_RAILS", "MRAIL_TCP_LOOPBACK_RAILS",
+	"MRAIL_DRIVERS", "MRAIL_RAILS", "MRAIL_RAILS_EXCLUDE",
+	"MRAIL_TCP_LOOPBACK_RAILS",
 	"MRAIL_STRATEGY", "MRAIL_LOG_LEVEL", "MRAIL_PROFILE_DIR",
 	"MRAIL_EAGER_MAX", "MRAIL_PROGRESS_THREAD", "MRAIL_BOOTSTRAP",
 	"MRAIL_CONNECT_TIMEOUT", "MRAIL_FINALIZE_TIMEOUT", "MRAIL_JOB_KEY",
@@ -141,6 +142,7 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	}
 	if ((rc = env_string("MRAIL_DRIVERS", &c->drivers)) ||
 	    (rc = env_string("MRAIL_RAILS", &c->rails)) ||
+	    (rc = env_string("MRAIL_RAILS_EXCLUDE", &c->rails_exclude)) ||
 	    (rc = env_string("MRAIL_STRATEGY", &c->strategy)) ||
 	    (rc = env_string("MRAIL_PROFILE_DIR", &c->profile_dir)))
 		return rc;
@@ -179,10 +181,10 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 
 int config_copy_strings(struct mrail_engine *e, const struct mrail_config *c)
 {
-	const char *src[4] = {c->drivers, c->rails, c->strategy,
-			      c->profile_dir};
+	const char *src[5] = {c->drivers, c->rails, c->strategy,
+			      c->profile_dir, c->rails_exclude};
 	e->cfg = *c;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		e->cfg_strings[i] = src[i] ? strdup(src[i]) : NULL;
 		if (src[i] && !e->cfg_strings[i])
 			return MRAIL_ERR_NOMEM;
@@ -191,12 +193,13 @@ int config_copy_strings(struct mrail_engine *e, const struct mrail_config *c)
 	e->cfg.rails = e->cfg_strings[1];
 	e->cfg.strategy = e->cfg_strings[2];
 	e->cfg.profile_dir = e->cfg_strings[3];
+	e->cfg.rails_exclude = e->cfg_strings[4];
 	return MRAIL_OK;
 }
 
 void config_free_strings(struct mrail_engine *e)
 {
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		free(e->cfg_strings[i]);
 		e->cfg_strings[i] = NULL;
 	}

@@ -8,8 +8,11 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void engine_lock(struct mrail_engine *e)
 {
@@ -86,97 +89,153 @@ static int select_strategy(struct mrail_engine *e)
 				 &e->strategy_state);
 }
 
-/* An IP address, or the first address of a named interface (IPv4 first). */
-static int resolve_local(const char *token, char *out, size_t len)
-{
-	struct in6_addr a6;
-	struct ifaddrs *ifs, *it;
-	int found = 0;
-
-	if (inet_pton(AF_INET, token, &a6) == 1 ||
-	    inet_pton(AF_INET6, token, &a6) == 1) {
-		snprintf(out, len, "%s", token);
-		return 0;
-	}
-	if (getifaddrs(&ifs))
-		return -1;
-	for (int want = AF_INET; !found && want; want = want == AF_INET ? AF_INET6 : 0)
-		for (it = ifs; it && !found; it = it->ifa_next) {
-			if (!it->ifa_addr || strcmp(it->ifa_name, token) ||
-			    it->ifa_addr->sa_family != want)
-				continue;
-			const void *src = want == AF_INET
-				? (const void *)&((struct sockaddr_in *)it->ifa_addr)->sin_addr
-				: (const void *)&((struct sockaddr_in6 *)it->ifa_addr)->sin6_addr;
-			if (want == AF_INET6 &&
-			    IN6_IS_ADDR_LINKLOCAL((const struct in6_addr *)src))
-				continue; /* needs a scope id: not for rails */
-			found = inet_ntop(want, src, out, (socklen_t)len) != NULL;
-		}
-	freeifaddrs(ifs);
-	return found ? 0 : -1;
-}
-
-static int open_local_rail(struct mrail_engine *e, const char *local)
+static int open_endpoint(struct mrail_engine *e, const char *local, int netif,
+			 unsigned addr)
 {
 	if (e->nlocal >= MRAIL_MAX_RAILS) {
-		mrail_error("invalid MRAIL_RAILS: more than %d rails",
-			    MRAIL_MAX_RAILS);
-		return MRAIL_ERR_CONFIG;
+		mrail_warn("more than %d local endpoints: %s left out",
+			   MRAIL_MAX_RAILS, local);
+		return MRAIL_ERR_NOT_FOUND;
 	}
 	struct local_rail *l = &e->local[e->nlocal];
 	l->ops = e->drv_ops;
 	l->drv = e->drv;
 	l->caps = e->caps;
+	l->netif = netif;
+	l->addr = addr;
 	snprintf(l->local, sizeof l->local, "%s", local);
-	l->addr_len = sizeof l->addr;
-	int rc = l->ops->listen(l->drv, local, l->addr, &l->addr_len, l->name,
-				sizeof l->name);
+	l->addr_len = sizeof l->addr_blob;
+	int rc = l->ops->listen(l->drv, local, l->addr_blob, &l->addr_len,
+				l->name, sizeof l->name);
 	if (rc < 0) {
-		mrail_error("rail %u: cannot listen on %s: %s", e->nlocal, local,
-			    mrail_strerror(rc));
+		mrail_warn("cannot listen on %s: %s", local, mrail_strerror(rc));
 		return rc;
 	}
 	e->nlocal++;
 	return MRAIL_OK;
 }
 
+/* One listener per address of each interface rails to other hosts may
+ * use; addresses that cannot be listened on are left out. */
+static void open_interface_endpoints(struct mrail_engine *e)
+{
+	unsigned kept = 0;
+	for (unsigned i = 0; i < e->nnetif; i++) {
+		struct mrail_netif n = e->netifs[i];
+		e->netifs[kept] = n;
+		e->netifs[kept].naddrs = 0;
+		for (unsigned a = 0; a < n.naddrs; a++) {
+			char s[INET6_ADDRSTRLEN];
+			inet_ntop(n.addrs[a].family == 4 ? AF_INET : AF_INET6,
+				  n.addrs[a].addr, s, sizeof s);
+			if (open_endpoint(e, s, (int)kept,
+					  e->netifs[kept].naddrs) == MRAIL_OK)
+				e->netifs[kept].addrs[e->netifs[kept].naddrs++] =
+					n.addrs[a];
+		}
+		if (e->netifs[kept].naddrs > 0)
+			kept++;
+	}
+	e->nnetif = kept;
+}
+
+static int has_token(const char *list)
+{
+	return list && list[strspn(list, ", ")] != '\0';
+}
+
+static int discover_interfaces(struct mrail_engine *e)
+{
+	struct mrail_netif *all = calloc(MRAIL_NETIF_MAX, sizeof *all);
+	unsigned n = 0, kept = 0;
+	char err[512];
+	int rc;
+
+	if (!all)
+		return MRAIL_ERR_NOMEM;
+	if ((e->cfg.rails && !has_token(e->cfg.rails)) ||
+	    (e->cfg.rails_exclude && !has_token(e->cfg.rails_exclude))) {
+		mrail_error("invalid MRAIL_RAILS%s: no interface named",
+			    e->cfg.rails && !has_token(e->cfg.rails) ? ""
+								     : "_EXCLUDE");
+		free(all);
+		return MRAIL_ERR_CONFIG;
+	}
+	rc = mrail_netif_discover(all, MRAIL_NETIF_MAX, &n);
+	if (rc != MRAIL_OK) {
+		mrail_warn("interface discovery failed (%s): no rail to other "
+			   "hosts", mrail_strerror(rc));
+		n = 0;
+	}
+	rc = mrail_netif_filter(all, &n, e->cfg.rails, e->cfg.rails_exclude,
+				err, sizeof err);
+	if (rc != MRAIL_OK) {
+		mrail_error("invalid MRAIL_RAILS='%s' / MRAIL_RAILS_EXCLUDE='%s': "
+			    "%s", e->cfg.rails ? e->cfg.rails : "",
+			    e->cfg.rails_exclude ? e->cfg.rails_exclude : "", err);
+		free(all);
+		return MRAIL_ERR_CONFIG;
+	}
+	/* Loopback serves processes of this host, through its own rails. */
+	for (unsigned i = 0; i < n; i++)
+		if (!(all[i].flags & MRAIL_NETIF_LOOPBACK))
+			all[kept++] = all[i];
+	e->netifs = all;
+	e->nnetif = kept;
+	open_interface_endpoints(e);
+	for (unsigned i = 0; i < e->nnetif; i++) {
+		char desc[256];
+		mrail_netif_format(&e->netifs[i], desc, sizeof desc);
+		mrail_debug("interface for rails to other hosts: %s", desc);
+	}
+	return MRAIL_OK;
+}
+
 static int open_local_rails(struct mrail_engine *e)
 {
-	char addr[INET6_ADDRSTRLEN];
 	int rc = MRAIL_OK;
 
-	if (!e->cfg.rails) {
-		if (e->cfg.tcp_loopback_rails < 1 ||
-		    e->cfg.tcp_loopback_rails > MRAIL_MAX_RAILS) {
-			mrail_error("invalid MRAIL_TCP_LOOPBACK_RAILS=%u: 1..%d",
-				    e->cfg.tcp_loopback_rails, MRAIL_MAX_RAILS);
-			return MRAIL_ERR_CONFIG;
-		}
-		for (unsigned i = 0; i < e->cfg.tcp_loopback_rails && !rc; i++)
-			rc = open_local_rail(e, "127.0.0.1");
+	if (e->cfg.tcp_loopback_rails < 1 ||
+	    e->cfg.tcp_loopback_rails > MRAIL_MAX_RAILS / 2) {
+		mrail_error("invalid MRAIL_TCP_LOOPBACK_RAILS=%u: 1..%d",
+			    e->cfg.tcp_loopback_rails, MRAIL_MAX_RAILS / 2);
+		return MRAIL_ERR_CONFIG;
+	}
+	for (unsigned i = 0; i < e->cfg.tcp_loopback_rails && !rc; i++)
+		rc = open_endpoint(e, "127.0.0.1", -1, i);
+	if (rc)
 		return rc;
+	return discover_interfaces(e);
+}
+
+/*
+ * Same host means same kernel and same network namespace: processes in
+ * different namespaces (the netlab test bed) are different hosts.
+ */
+static uint64_t host_identity(void)
+{
+	char buf[512];
+	size_t n = 0;
+	struct stat st;
+	uint8_t key[MRAIL_AUTH_KEY_BYTES] = {0}, mac[MRAIL_AUTH_MAC_BYTES];
+	uint64_t id;
+
+	if (gethostname(buf, 256) == 0)
+		n = strnlen(buf, 256);
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	if (f) {
+		n += fread(buf + n, 1, 64, f);
+		fclose(f);
 	}
-	char *copy = strdup(e->cfg.rails), *save = NULL;
-	if (!copy)
-		return MRAIL_ERR_NOMEM;
-	for (char *t = strtok_r(copy, ",", &save); t && !rc;
-	     t = strtok_r(NULL, ",", &save)) {
-		if (resolve_local(t, addr, sizeof addr)) {
-			mrail_error("invalid MRAIL_RAILS='%s': '%s' is neither "
-				    "an IP address nor an interface with one",
-				    e->cfg.rails, t);
-			rc = MRAIL_ERR_CONFIG;
-			break;
-		}
-		rc = open_local_rail(e, addr);
+	if (stat("/proc/self/ns/net", &st) == 0) {
+		memcpy(buf + n, &st.st_ino, sizeof st.st_ino);
+		n += sizeof st.st_ino;
+		memcpy(buf + n, &st.st_dev, sizeof st.st_dev);
+		n += sizeof st.st_dev;
 	}
-	free(copy);
-	if (!rc && e->nlocal == 0) {
-		mrail_error("invalid MRAIL_RAILS='%s': no rail", e->cfg.rails);
-		rc = MRAIL_ERR_CONFIG;
-	}
-	return rc;
+	mrail_auth_mac(key, buf, n, mac);
+	memcpy(&id, mac, sizeof id);
+	return id;
 }
 
 static int gates_ready(struct mrail_engine *e, int *failed)
@@ -192,13 +251,80 @@ static int gates_ready(struct mrail_engine *e, int *failed)
 	return ready || *failed;
 }
 
+/* Every rank's address blob, parsed (the caller frees them). */
+static int fetch_addresses(struct mrail_engine *e,
+			   const struct mrail_bootstrap_ops *bo,
+			   struct mrail_bootstrap *bs, uint8_t **blobs,
+			   size_t *lens, struct peer_address *pas)
+{
+	char key[64];
+	for (uint32_t r = 0; r < e->size; r++) {
+		const char *why = NULL;
+		lens[r] = MRAIL_ADDR_MAX;
+		if (!(blobs[r] = malloc(MRAIL_ADDR_MAX)))
+			return MRAIL_ERR_NOMEM;
+		snprintf(key, sizeof key, "mrail.addr.%u", r);
+		int rc = bo->get(bs, key, blobs[r], &lens[r]);
+		if (rc) {
+			mrail_error("bootstrap: no address for rank %u: %s", r,
+				    mrail_strerror(rc));
+			return rc;
+		}
+		if (address_parse(blobs[r], lens[r], &pas[r], &why)) {
+			mrail_error("bootstrap: rank %u's address: %s", r, why);
+			return MRAIL_ERR_BOOTSTRAP;
+		}
+	}
+	return MRAIL_OK;
+}
+
+static int bootstrap_exchange(struct mrail_engine *e,
+			      const struct mrail_bootstrap_ops *bo,
+			      struct mrail_bootstrap *bs)
+{
+	uint8_t blob[MRAIL_ADDR_MAX];
+	char key[64];
+	size_t len = sizeof blob;
+	int rc;
+
+	snprintf(key, sizeof key, "mrail.addr.%u", e->rank);
+	rc = address_encode(e, blob, &len);
+	if (!rc)
+		rc = bo->put(bs, key, blob, len);
+	if (!rc)
+		rc = bo->fence(bs);
+	if (rc)
+		return rc;
+
+	uint8_t **blobs = calloc(e->size, sizeof *blobs);
+	size_t *lens = calloc(e->size, sizeof *lens);
+	struct peer_address *pas = calloc(e->size, sizeof *pas);
+	if (!blobs || !lens || !pas)
+		rc = MRAIL_ERR_NOMEM;
+	if (!rc)
+		rc = fetch_addresses(e, bo, bs, blobs, lens, pas);
+	/* Collisions are a property of the whole job, not of one pair. */
+	if (!rc)
+		rc = engine_find_dups(e, pas, e->size);
+	for (uint32_t r = 0; r < e->size && !rc; r++) {
+		mrail_peer_t id;
+		rc = gate_add(e, blobs[r], lens[r], &id);
+	}
+	for (uint32_t r = 0; pas && r < e->size; r++)
+		address_free(&pas[r]);
+	for (uint32_t r = 0; blobs && r < e->size; r++)
+		free(blobs[r]);
+	free(blobs);
+	free(lens);
+	free(pas);
+	return rc;
+}
+
 static int bootstrap_wireup(struct mrail_engine *e,
 			    const struct mrail_bootstrap_ops *bo)
 {
 	struct mrail_bootstrap *bs;
-	uint8_t blob[MRAIL_ADDR_MAX];
-	char key[64], prefix[32];
-	size_t len = sizeof blob;
+	char prefix[32];
 	int rc, failed;
 
 	if ((rc = bo->init(&bs)) != MRAIL_OK)
@@ -208,23 +334,7 @@ static int bootstrap_wireup(struct mrail_engine *e,
 	e->bootstrapped = 1;
 	snprintf(prefix, sizeof prefix, "rank %u", e->rank);
 	mrail_log_set_prefix(prefix);
-	snprintf(key, sizeof key, "mrail.addr.%u", e->rank);
-	rc = engine_address(e, blob, &len);
-	if (!rc)
-		rc = bo->put(bs, key, blob, len);
-	if (!rc)
-		rc = bo->fence(bs);
-	for (uint32_t r = 0; r < e->size && !rc; r++) {
-		mrail_peer_t id;
-		len = sizeof blob;
-		snprintf(key, sizeof key, "mrail.addr.%u", r);
-		rc = bo->get(bs, key, blob, &len);
-		if (rc)
-			mrail_error("bootstrap: no address for rank %u: %s", r,
-				    mrail_strerror(rc));
-		else
-			rc = gate_add(e, blob, len, &id);
-	}
+	rc = bootstrap_exchange(e, bo, bs);
 	bo->fini(bs);
 	if (rc)
 		return rc == MRAIL_ERR_NOMEM ? rc : MRAIL_ERR_BOOTSTRAP;
@@ -238,8 +348,7 @@ static int bootstrap_wireup(struct mrail_engine *e,
 		mrail_error("wire-up failed: not every peer could be reached");
 		return MRAIL_ERR_PEER;
 	}
-	mrail_info("connected to %u ranks over %u rail(s) each", e->size,
-		   e->nlocal);
+	mrail_info("connected to %u ranks", e->size);
 	return MRAIL_OK;
 }
 
@@ -283,6 +392,7 @@ static int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 		e->packet_cap = 65536;
 	if (e->packet_cap > e->caps.max_head)
 		e->packet_cap = e->caps.max_head;
+	e->host_id = host_identity();
 	if ((rc = open_local_rails(e)))
 		return rc;
 	do {
@@ -461,6 +571,8 @@ static void engine_free(struct mrail_engine *e)
 		free(op);
 	}
 	free(e->handles);
+	free(e->netifs);
+	free(e->dups);
 	config_free_strings(e);
 	pthread_mutex_destroy(&e->lock);
 	free(e);

@@ -27,6 +27,7 @@
 #include "util/auth.h"
 #include "util/list.h"
 #include "libmrail/wire.h"
+#include "rails/netif.h"
 #include "util/iov.h"
 
 #include <stdio.h>
@@ -101,6 +102,7 @@ struct rail {
 	double deadline;          /* handshake must finish before */
 	uint8_t hello_nonce[MRAIL_AUTH_NONCE_BYTES];
 	uint64_t peer_uuid;       /* accepted: from an authenticated HELLO */
+	unsigned hello_nrails;    /* accepted: rails the peer planned */
 	int authenticated;        /* accepted: HELLO checked, gate unknown */
 	size_t eager_max;
 	double bandwidth, latency;
@@ -110,24 +112,33 @@ struct rail {
 	struct mrail_rail_stats stats;
 };
 
-/* A local rail endpoint: one driver listener (one per local interface). */
+/*
+ * A local endpoint: one driver listener, on a loopback address (rails to
+ * processes of the same host) or on one address of one interface (rails
+ * to other hosts, chosen by address selection).
+ */
 struct local_rail {
 	const struct mrail_drv_ops *ops;
 	struct mrail_drv *drv;
 	struct mrail_drv_caps caps;
+	int netif;                /* index in engine->netifs, -1: loopback */
+	unsigned addr;            /* which address of that interface */
 	char local[64];           /* address we bind/connect from */
 	char name[64];            /* printable listener address */
-	uint8_t addr[256];        /* listener address blob (driver's) */
+	uint8_t addr_blob[256];   /* listener address blob (driver's) */
 	size_t addr_len;
 };
 
 /* ---- gates (peers) ---------------------------------------------------- */
 enum gate_state { GATE_CONNECTING, GATE_UP, GATE_CLOSED, GATE_FAILED };
 
-struct remote_rail {
-	char driver[16];
-	uint8_t addr[256];
-	size_t addr_len;
+/* What address selection decided for one rail of a gate. */
+struct rail_plan {
+	unsigned local_ep;        /* index in engine->local */
+	uint8_t remote_blob[256]; /* the peer's listener for this rail */
+	size_t remote_len;
+	char local_if[16], remote_if[16];
+	int conn_type;            /* 0 loopback, else enum mrail_conn_type */
 };
 
 struct gate {
@@ -143,8 +154,7 @@ struct gate {
 	unsigned nrails;          /* rails to this peer */
 	unsigned rails_up;
 	struct rail *rails[MRAIL_MAX_RAILS];
-	unsigned nremote;
-	struct remote_rail remote[MRAIL_MAX_RAILS];
+	struct rail_plan *plan;    /* nrails entries */
 	struct mrail_list sendq;   /* sends not yet started, in seq order */
 	struct mrail_list rdv;     /* rendezvous requests in flight */
 	uint64_t next_send_seq;
@@ -177,14 +187,19 @@ struct handle_slot {
 struct mrail_engine {
 	pthread_mutex_t lock;
 	struct mrail_config cfg;
-	char *cfg_strings[4];
+	char *cfg_strings[5];
 
 	uint64_t uuid;
 	uint32_t rank, size;
 	int bootstrapped;
 
-	unsigned nlocal;
+	uint64_t host_id;              /* same host <=> same id (netns too) */
+	unsigned nlocal;               /* endpoints: loopback ones first */
 	struct local_rail local[MRAIL_MAX_RAILS];
+	unsigned nnetif;               /* interfaces for other hosts */
+	struct mrail_netif *netifs;
+	unsigned ndup;                 /* addresses held by several hosts */
+	struct mrail_netif_addr *dups;
 	const struct mrail_drv_ops *drv_ops;
 	struct mrail_drv *drv;
 	struct mrail_drv_caps caps;
@@ -242,6 +257,31 @@ uint64_t handle_assign(struct mrail_engine *e, struct mrail_request *r);
 struct mrail_request *handle_lookup(struct mrail_engine *e, uint64_t id);
 void handle_release(struct mrail_engine *e, struct mrail_request *r);
 
+/* address.c: the address blob (docs/wire.md) */
+struct remote_ep {
+	int netif;                 /* -1: loopback endpoint */
+	unsigned addr;
+	char driver[16];
+	uint8_t blob[256];
+	size_t len;
+};
+struct peer_address {
+	uint64_t uuid, host_id;
+	unsigned nnetif, nep;
+	struct mrail_netif *netif; /* nnetif */
+	struct remote_ep *ep;      /* nep */
+};
+int address_encode(struct mrail_engine *e, void *buf, size_t *len);
+int address_parse(const void *blob, size_t len, struct peer_address *pa,
+		  const char **why);
+void address_free(struct peer_address *pa);
+
+/* pairing.c: which rails a gate gets */
+int gate_plan_rails(struct mrail_engine *e, struct gate *g,
+		    const struct peer_address *pa, char *why, size_t whylen);
+int engine_find_dups(struct mrail_engine *e, const struct peer_address *pas,
+		     unsigned n);
+
 /* gate.c */
 int gate_add(struct mrail_engine *e, const void *addr, size_t len,
 	     mrail_peer_t *out);
@@ -249,7 +289,6 @@ struct gate *gate_get(struct mrail_engine *e, mrail_peer_t id);
 void gate_fail(struct mrail_engine *e, struct gate *g, int error,
 	       const char *why);
 void gate_free(struct mrail_engine *e, struct gate *g);
-int engine_address(struct mrail_engine *e, void *buf, size_t *len);
 
 /* handshake.c */
 extern const struct mrail_drv_upcalls engine_upcalls;

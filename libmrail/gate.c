@@ -6,105 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ADDR_MAGIC 0x41524d00u /* "\0MRA" as little-endian u32 */
-#define ADDR_VERSION 1u
-
-struct addr_hdr {
-	uint32_t magic_version;
-	uint16_t nrails;
-	uint16_t reserved;
-	uint64_t uuid;
-};
-
-/*
- * Address blob (docs/wire.md): header, then per rail: u8 driver name
- * length, the name, u16 address length, the driver's address blob.
- */
-int engine_address(struct mrail_engine *e, void *buf, size_t *len)
-{
-	uint8_t tmp[MRAIL_ADDR_MAX];
-	struct addr_hdr h = {ADDR_MAGIC | ADDR_VERSION, (uint16_t)e->nlocal, 0,
-			     e->uuid};
-	size_t n = sizeof h;
-
-	memcpy(tmp, &h, sizeof h);
-	for (unsigned i = 0; i < e->nlocal; i++) {
-		const struct local_rail *l = &e->local[i];
-		uint8_t dl = (uint8_t)strlen(l->ops->name);
-		uint16_t al = (uint16_t)l->addr_len;
-		if (n + 1 + dl + 2 + al > sizeof tmp)
-			return MRAIL_ERR_INVALID;
-		tmp[n++] = dl;
-		memcpy(tmp + n, l->ops->name, dl);
-		n += dl;
-		memcpy(tmp + n, &al, 2);
-		n += 2;
-		memcpy(tmp + n, l->addr, al);
-		n += al;
-	}
-	if (*len < n) {
-		*len = n;
-		return MRAIL_ERR_INVALID;
-	}
-	memcpy(buf, tmp, n);
-	*len = n;
-	return MRAIL_OK;
-}
-
-static int parse_address(const void *blob, size_t len, uint64_t *uuid,
-			 struct gate *g, const char **why)
-{
-	const uint8_t *p = blob;
-	struct addr_hdr h;
-	size_t off = sizeof h;
-
-	if (len < sizeof h || len > MRAIL_ADDR_MAX) {
-		*why = "address blob has an impossible length";
-		return -1;
-	}
-	memcpy(&h, p, sizeof h);
-	if ((h.magic_version & ~0xffu) != ADDR_MAGIC) {
-		*why = "not a libmrail address blob";
-		return -1;
-	}
-	if ((h.magic_version & 0xffu) != ADDR_VERSION) {
-		*why = "address blob of an unsupported version";
-		return -1;
-	}
-	if (h.nrails > MRAIL_MAX_RAILS) {
-		*why = "address blob lists too many rails";
-		return -1;
-	}
-	for (unsigned i = 0; i < h.nrails; i++) {
-		struct remote_rail *rr = &g->remote[i];
-		uint16_t al;
-		if (off + 1 > len || off + 1 + p[off] + 2 > len ||
-		    p[off] >= sizeof rr->driver) {
-			*why = "address blob truncated or driver name too long";
-			return -1;
-		}
-		memcpy(rr->driver, p + off + 1, p[off]);
-		rr->driver[p[off]] = '\0';
-		off += 1 + p[off];
-		memcpy(&al, p + off, 2);
-		off += 2;
-		if (al > sizeof rr->addr || off + al > len) {
-			*why = "address blob truncated or rail address too long";
-			return -1;
-		}
-		memcpy(rr->addr, p + off, al);
-		rr->addr_len = al;
-		off += al;
-	}
-	if (off != len) {
-		*why = "trailing bytes after the address blob";
-		return -1;
-	}
-	g->nremote = h.nrails;
-	*uuid = h.uuid;
-	return 0;
-}
-
 struct gate *gate_get(struct mrail_engine *e, mrail_peer_t id)
 {
 	return id < e->ngates ? e->gates[id] : NULL;
@@ -124,15 +25,27 @@ static void adopt_waiting_rails(struct mrail_engine *e, struct gate *g)
 	struct mrail_list *pos, *tmp;
 	mrail_list_foreach_safe(pos, tmp, &e->handshaking) {
 		struct rail *r = mrail_list_entry(pos, struct rail, link);
-		if (r->authenticated && r->peer_uuid == g->uuid)
-			rail_up(e, r);
+		if (!r->authenticated || r->peer_uuid != g->uuid)
+			continue;
+		if (r->hello_nrails != g->nrails || r->index >= g->nrails ||
+		    g->rails[r->index]) {
+			mrail_warn("%s: connection for rail %u of %u does not "
+				   "match our %u rail(s); dropped", g->name,
+				   r->index, r->hello_nrails, g->nrails);
+			mrail_list_remove(&r->link);
+			rail_close(e, r);
+			free(r);
+			continue;
+		}
+		rail_up(e, r);
 	}
 }
 
 static int connect_rails(struct mrail_engine *e, struct gate *g)
 {
 	for (unsigned i = 0; i < g->nrails; i++) {
-		struct local_rail *l = &e->local[i];
+		struct rail_plan *p = &g->plan[i];
+		struct local_rail *l = &e->local[p->local_ep];
 		struct rail *r = rail_new(e, l);
 		if (!r)
 			return MRAIL_ERR_NOMEM;
@@ -141,8 +54,8 @@ static int connect_rails(struct mrail_engine *e, struct gate *g)
 		r->state = RAIL_CONNECTING;
 		r->deadline = g->deadline;
 		g->rails[i] = r;
-		int rc = l->ops->connect(l->drv, l->local, g->remote[i].addr,
-					 g->remote[i].addr_len, r, &r->ep);
+		int rc = l->ops->connect(l->drv, l->local, p->remote_blob,
+					 p->remote_len, r, &r->ep);
 		if (rc == MRAIL_OK) {
 			rail_update_names(r);
 			rc = handshake_send_hello(e, r);
@@ -155,31 +68,17 @@ static int connect_rails(struct mrail_engine *e, struct gate *g)
 	return MRAIL_OK;
 }
 
-int gate_add(struct mrail_engine *e, const void *addr, size_t len,
-	     mrail_peer_t *out)
+static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 {
-	const char *why = NULL;
-	uint64_t uuid;
 	struct gate *g = calloc(1, sizeof *g);
-
 	if (!g)
-		return MRAIL_ERR_NOMEM;
-	if (parse_address(addr, len, &uuid, g, &why)) {
-		mrail_error("mrail_peer_add: %s (%zu bytes)", why, len);
-		free(g);
-		return MRAIL_ERR_INVALID;
-	}
-	if (gate_by_uuid(e, uuid)) {
-		mrail_error("mrail_peer_add: this peer was already added");
-		free(g);
-		return MRAIL_ERR_INVALID;
-	}
+		return NULL;
 	if (e->ngates == e->gates_cap) {
 		uint32_t cap = e->gates_cap ? 2 * e->gates_cap : 16;
 		struct gate **gs = realloc(e->gates, sizeof *gs * cap);
 		if (!gs) {
 			free(g);
-			return MRAIL_ERR_NOMEM;
+			return NULL;
 		}
 		e->gates = gs;
 		e->gates_cap = cap;
@@ -197,26 +96,45 @@ int gate_add(struct mrail_engine *e, const void *addr, size_t len,
 	snprintf(g->name, sizeof g->name, "%s %u",
 		 e->bootstrapped ? "rank" : "peer", g->id);
 	e->gates[e->ngates++] = g;
+	return g;
+}
+
+int gate_add(struct mrail_engine *e, const void *addr, size_t len,
+	     mrail_peer_t *out)
+{
+	struct peer_address pa;
+	const char *why = NULL;
+	char reason[1024];
+
+	if (address_parse(addr, len, &pa, &why)) {
+		mrail_error("mrail_peer_add: %s (%zu bytes)", why, len);
+		return MRAIL_ERR_INVALID;
+	}
+	if (gate_by_uuid(e, pa.uuid)) {
+		mrail_error("mrail_peer_add: this peer was already added");
+		address_free(&pa);
+		return MRAIL_ERR_INVALID;
+	}
+	struct gate *g = gate_new(e, pa.uuid);
+	if (!g) {
+		address_free(&pa);
+		return MRAIL_ERR_NOMEM;
+	}
 	*out = g->id;
+	int rc = g->self ? MRAIL_OK
+			 : gate_plan_rails(e, g, &pa, reason, sizeof reason);
+	address_free(&pa);
 	if (g->self)
 		return MRAIL_OK;
-
-	g->nrails = e->nlocal < g->nremote ? e->nlocal : g->nremote;
-	for (unsigned i = 0; i < g->nrails; i++) {
-		if (strcmp(g->remote[i].driver, e->local[i].ops->name)) {
-			mrail_error("%s: rail %u uses driver '%s', we use '%s'",
-				    g->name, i, g->remote[i].driver,
-				    e->local[i].ops->name);
-			g->nrails = 0;
-		}
-	}
-	if (g->nrails == 0) {
-		gate_fail(e, g, MRAIL_ERR_PEER, "no usable rail to this peer");
+	if (rc != MRAIL_OK) {
+		char msg[1100];
+		snprintf(msg, sizeof msg, "no rail to this peer: %s", reason);
+		gate_fail(e, g, MRAIL_ERR_PEER, msg);
 		return MRAIL_OK;
 	}
 	/* The engine with the larger id connects, the other accepts: both
 	 * sides agree without talking first. */
-	if (e->uuid > uuid)
+	if (e->uuid > pa.uuid)
 		return connect_rails(e, g);
 	adopt_waiting_rails(e, g);
 	return MRAIL_OK;
@@ -268,6 +186,7 @@ void gate_free(struct mrail_engine *e, struct gate *g)
 		mrail_list_remove(pos);
 		free(mrail_list_entry(pos, struct unexpected, link));
 	}
+	free(g->plan);
 	free(g);
 }
 
@@ -278,7 +197,7 @@ MRAIL_API int mrail_address(mrail_engine_t *e, void *buf, size_t *len)
 	if (!e || !buf || !len)
 		return MRAIL_ERR_INVALID;
 	engine_lock(e);
-	int rc = engine_address(e, buf, len);
+	int rc = address_encode(e, buf, len);
 	engine_unlock(e);
 	return rc;
 }
@@ -305,6 +224,40 @@ MRAIL_API int mrail_rail_count(const mrail_engine_t *e, mrail_peer_t peer)
 		return MRAIL_ERR_INVALID;
 	struct gate *g = peer < e->ngates ? e->gates[peer] : NULL;
 	return g ? (int)g->nrails : MRAIL_ERR_NOT_FOUND;
+}
+
+MRAIL_API int mrail_rail_info(mrail_engine_t *e, mrail_peer_t peer, int rail,
+			      struct mrail_rail_info *info)
+{
+	if (!e || !info)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	struct gate *g = gate_get(e, peer);
+	int rc = MRAIL_OK;
+	if (!g || rail < 0 || (unsigned)rail >= g->nrails || !g->plan) {
+		rc = MRAIL_ERR_NOT_FOUND;
+	} else {
+		const struct rail_plan *p = &g->plan[rail];
+		const struct local_rail *l = &e->local[p->local_ep];
+		const struct rail *r = g->rails[rail];
+		memset(info, 0, sizeof *info);
+		snprintf(info->driver, sizeof info->driver, "%s", l->ops->name);
+		snprintf(info->local_if, sizeof info->local_if, "%s", p->local_if);
+		snprintf(info->remote_if, sizeof info->remote_if, "%s",
+			 p->remote_if);
+		if (r) {
+			snprintf(info->local_addr, sizeof info->local_addr, "%s",
+				 r->stats.local);
+			snprintf(info->remote_addr, sizeof info->remote_addr,
+				 "%s", r->stats.remote);
+			info->up = r->state == RAIL_UP;
+		}
+		info->conn_type = p->conn_type;
+		info->speed_mbps = l->netif >= 0
+			? e->netifs[l->netif].speed_mbps : 0;
+	}
+	engine_unlock(e);
+	return rc;
 }
 
 MRAIL_API int mrail_rail_stats(mrail_engine_t *e, mrail_peer_t peer, int rail,

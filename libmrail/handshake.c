@@ -105,6 +105,7 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 		mrail_list_remove(&r->link);
 		r->gate = g;
 		g->rails[r->index] = r;
+		r->local = &e->local[g->plan[r->index].local_ep];
 		if (g->state != GATE_CONNECTING || send_ack(e, r) != MRAIL_OK) {
 			rail_close(e, r);
 			gate_fail(e, g, MRAIL_ERR_PEER, "answering a HELLO failed");
@@ -150,13 +151,16 @@ static const char *check_hello(struct mrail_engine *e, struct rail *r,
 		return "unsupported protocol version";
 	if (h->dst_uuid != e->uuid)
 		return "HELLO meant for another engine";
-	if (h->rail_index >= e->nlocal || h->rail_index >= h->nrails)
+	if (h->rail_index >= MRAIL_MAX_RAILS || h->rail_index >= h->nrails)
 		return "HELLO names a rail we do not have";
 	for (uint32_t i = 0; i < e->ngates; i++) {
 		struct gate *g = e->gates[i];
-		if (g->uuid == h->src_uuid &&
-		    (h->rail_index >= g->nrails || g->rails[h->rail_index]))
-			return "duplicate or unexpected rail from a known peer";
+		if (g->uuid != h->src_uuid)
+			continue;
+		if (h->nrails != g->nrails)
+			return "peer chose a different number of rails";
+		if (g->rails[h->rail_index])
+			return "duplicate rail from a known peer";
 	}
 	(void)r;
 	return NULL;
@@ -186,8 +190,7 @@ void handshake_on_frame(struct mrail_engine *e, struct rail *r,
 		}
 		r->peer_uuid = rec.u.hello.src_uuid;
 		r->index = rec.u.hello.rail_index;
-		r->local = &e->local[r->index];
-		r->eager_max = e->cfg.eager_max;
+		r->hello_nrails = rec.u.hello.nrails;
 		r->authenticated = 1;
 		memcpy(r->hello_nonce, rec.u.hello.nonce, sizeof r->hello_nonce);
 		for (uint32_t i = 0; i < e->ngates; i++)

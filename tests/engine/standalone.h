@@ -94,8 +94,10 @@ static inline void job_child(int fd, uint32_t rank, uint32_t n, job_fn fn)
 	_exit(rc);
 }
 
-/* Runs the job; fills status[] with each child's wait status. */
-static inline void job_run(uint32_t n, job_fn fn, int *status)
+/* Runs the job; fills status[] with each child's wait status. `setup`,
+ * if given, runs first in each child (e.g. to enter a network namespace). */
+static inline void job_run_ns(uint32_t n, job_fn fn, int *status,
+			      void (*setup)(int rank))
 {
 	int fds[64];
 	pid_t pids[64];
@@ -110,6 +112,8 @@ static inline void job_run(uint32_t n, job_fn fn, int *status)
 		CHECK(pids[i] >= 0);
 		if (pids[i] == 0) {
 			close(sv[0]);
+			if (setup)
+				setup((int)i);
 			job_child(sv[1], i, n, fn);
 		}
 		close(sv[1]);
@@ -124,6 +128,11 @@ static inline void job_run(uint32_t n, job_fn fn, int *status)
 		CHECK(waitpid(pids[i], &status[i], 0) == pids[i]);
 		close(fds[i]);
 	}
+}
+
+static inline void job_run(uint32_t n, job_fn fn, int *status)
+{
+	job_run_ns(n, fn, status, NULL);
 }
 
 #endif

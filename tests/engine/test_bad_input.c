@@ -23,33 +23,45 @@
 
 static uint8_t key[MRAIL_AUTH_KEY_BYTES];
 static mrail_engine_t *A;
-static uint64_t a_uuid;
-static uint16_t a_port; /* rail 0 listener, network order */
+static uint64_t a_uuid, a_host;
+static uint16_t a_port; /* loopback listener, network order */
 
+/*
+ * White-box: the address blob (docs/wire.md, version 2) of an engine with
+ * MRAIL_RAILS=lo has no interface records, only its loopback endpoint.
+ */
 static void parse_a_address(void)
 {
 	uint8_t blob[MRAIL_ADDR_MAX];
 	size_t len = sizeof blob;
+	uint16_t nnetif, nloop;
 	CHECK_RC(mrail_address(A, blob, &len));
+	memcpy(&nnetif, blob + 4, 2);
+	memcpy(&nloop, blob + 6, 2);
+	CHECK_EQ(nnetif, 0);
+	CHECK_EQ(nloop, 1);
 	memcpy(&a_uuid, blob + 8, 8);
-	size_t dl = blob[16];
-	const uint8_t *tcp = blob + 17 + dl + 2;
+	memcpy(&a_host, blob + 16, 8);
+	size_t dl = blob[24];
+	const uint8_t *tcp = blob + 25 + dl + 2;
 	CHECK(!memcmp(tcp, "TCP", 3) && tcp[4] == 4);
 	memcpy(&a_port, tcp + 6, 2);
 }
 
-/* An address blob for a fake peer: one tcp rail nobody listens on. */
+/* An address blob for a fake peer on A's host: one loopback endpoint on a
+ * port nobody listens on (A accepts, it never connects to it). */
 static size_t fake_blob(uint64_t uuid, uint8_t *blob)
 {
-	uint32_t mv = 0x41524d00u | 1;
-	uint16_t nr = 1, zero = 0, al = 16;
+	uint32_t mv = 0x41524d00u | 2;
+	uint16_t nnetif = 0, nloop = 1, al = 16;
 	uint8_t tcp[16] = {'T', 'C', 'P', 1, 4, 0, 0, 1, 0, 0, 0, 0,
 			   127, 0, 0, 1};
 	size_t n = 0;
 	memcpy(blob + n, &mv, 4), n += 4;
-	memcpy(blob + n, &nr, 2), n += 2;
-	memcpy(blob + n, &zero, 2), n += 2;
+	memcpy(blob + n, &nnetif, 2), n += 2;
+	memcpy(blob + n, &nloop, 2), n += 2;
 	memcpy(blob + n, &uuid, 8), n += 8;
+	memcpy(blob + n, &a_host, 8), n += 8;
 	blob[n++] = 3;
 	memcpy(blob + n, "tcp", 3), n += 3;
 	memcpy(blob + n, &al, 2), n += 2;
@@ -305,6 +317,7 @@ int main(void)
 	dup2(logfd, 2);
 	setenv("MRAIL_JOB_KEY", KEY_HEX, 1);
 	setenv("MRAIL_CONNECT_TIMEOUT", "1", 1);
+	setenv("MRAIL_RAILS", "lo", 1); /* only the loopback endpoint */
 	CHECK(mrail_auth_key_parse(KEY_HEX, key) == 0);
 	CHECK_RC(mrail_config_init(&cfg));
 	cfg.bootstrap = 0;
