@@ -127,14 +127,17 @@ void bench_report_rails(mrail_engine_t *e, mrail_peer_t peer)
 	       peer);
 	for (int i = 0; i < n; i++) {
 		struct mrail_rail_stats s;
+		struct mrail_rail_info info;
 		char tx[32], rx[32], txw[32], rxw[32];
 		MRAIL_CHECK(mrail_rail_stats(e, peer, i, &s));
+		MRAIL_CHECK(mrail_rail_info(e, peer, i, &info));
 		bench_fmt_bytes(tx, sizeof tx, s.tx_bytes);
 		bench_fmt_bytes(rx, sizeof rx, s.rx_bytes);
 		bench_fmt_bytes(txw, sizeof txw, s.tx_wire_bytes);
 		bench_fmt_bytes(rxw, sizeof rxw, s.rx_wire_bytes);
-		printf("  rail %d: %s, %s, %s -> %s\n", i, s.driver,
-		       s.up ? "up" : "DOWN", s.local, s.remote);
+		printf("  rail %d: %s, %s, %s %s -> %s %s\n", i, s.driver,
+		       s.up ? "up" : "DOWN", info.local_if, s.local,
+		       info.remote_if, s.remote);
 		printf("    tx %12s (wire %12s)  msgs %10llu  chunks %8llu  "
 		       "packets %10llu\n", tx, txw,
 		       (unsigned long long)s.tx_msgs,

@@ -12,6 +12,7 @@
 struct demo_rails {
 	int n;
 	struct mrail_rail_stats s[DEMO_MAX_RAILS];
+	struct mrail_rail_info info[DEMO_MAX_RAILS];
 };
 
 void demo_rails_snapshot(mrail_engine_t *e, mrail_peer_t peer,
