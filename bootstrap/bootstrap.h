@@ -1,8 +1,8 @@
 /*
  * Bootstrap: the job-wide address exchange (put/get/fence of opaque blobs),
  * provided by whatever launched the process: the embedded mrail-run
- * key-value service ("kvs") now, PMIx later. A new bootstrap is one folder
- * plus one line in bootstrap/registry.c.
+ * key-value service ("kvs") or a PMIx server (mpirun, srun: "pmix"). A new
+ * bootstrap is one folder plus one line in bootstrap/registry.c.
  */
 #ifndef MRAIL_BOOTSTRAP_H
 #define MRAIL_BOOTSTRAP_H
@@ -33,6 +33,10 @@ struct mrail_bootstrap_ops {
 	 * length out. MRAIL_ERR_NOT_FOUND if absent. */
 	int (*get)(struct mrail_bootstrap *bs, const char *key, void *val,
 		   size_t *len);
+	/* Optional (NULL if the launcher cannot tell): this rank's index
+	 * among the job's ranks on its host, and how many those are. */
+	uint32_t (*local_rank)(struct mrail_bootstrap *bs);
+	uint32_t (*local_size)(struct mrail_bootstrap *bs);
 };
 
 /* bootstrap/registry.c: the first bootstrap whose detect() says yes. */

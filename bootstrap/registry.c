@@ -3,9 +3,15 @@
 
 #include <stddef.h>
 
+#include "mrail_config.h"
+
 extern const struct mrail_bootstrap_ops mrail_kvs_bootstrap_ops;
+extern const struct mrail_bootstrap_ops mrail_pmix_bootstrap_ops;
 
 static const struct mrail_bootstrap_ops *const bootstraps[] = {
+#if MRAIL_HAVE_PMIX
+	&mrail_pmix_bootstrap_ops, /* first: it wins when both detect */
+#endif
 	&mrail_kvs_bootstrap_ops,
 };
 

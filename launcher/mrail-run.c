@@ -1,5 +1,6 @@
 /*
- * mrail-run: start N ranks on this host with the key-value service they
+ * mrail-run: start N ranks (on this host, or on others through a --wrap
+ * command such as ssh or ip netns exec) with the key-value service they
  * bootstrap through, and turn their fates into one exit status.
  *
  * One thread, one poll loop: signals (signalfd, so SIGCHLD and Ctrl-C are
@@ -12,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include "bootstrap/kvs/kvs_server.h"
+#include "launcher/hosts.h"
 #include "launcher/options.h"
 #include "launcher/output.h"
 #include "launcher/ranks.h"
@@ -36,6 +39,8 @@
 struct job {
 	const struct run_options *opt;
 	struct rank_proc *ranks;
+	struct rank_launch *launch; /* per rank: what to exec, local rank */
+	char ***wrapped;      /* np --wrap command lines, else NULL */
 	struct tagged_stream *streams; /* 2 per rank with --tag-output */
 	unsigned running;
 	int exit_code;        /* first failure's code; 0 while none */
@@ -84,8 +89,12 @@ static void rank_exited(struct job *job, struct rank_proc *p)
 		mrail_debug("rank %u (pid %d) %s", p->rank, (int)p->pid, what);
 		return;
 	}
-	fprintf(stderr, "mrail-run: rank %u (pid %d) %s\n", p->rank,
-		(int)p->pid, what);
+	if (p->host)
+		fprintf(stderr, "mrail-run: rank %u (pid %d, host %s) %s\n",
+			p->rank, (int)p->pid, p->host, what);
+	else
+		fprintf(stderr, "mrail-run: rank %u (pid %d) %s\n", p->rank,
+			(int)p->pid, what);
 	fail_job(job, status_exit_code(p->status));
 	if (!job->opt->keep_going && job->running > 0) {
 		fprintf(stderr, "mrail-run: terminating the other %u rank%s\n",
@@ -286,14 +295,12 @@ static void raise_fd_limit(struct rlimit *orig, unsigned np, bool tagged)
 			   (unsigned long long)want.rlim_cur, np);
 }
 
-static void start_ranks(struct job *job, const char *path,
-			const char *job_key, const sigset_t *orig_mask,
+static void start_ranks(struct job *job, const char *job_key,
+			const sigset_t *orig_mask,
 			const struct rlimit *orig_nofile)
 {
 	const struct run_options *o = job->opt;
 	struct spawn_config cfg = {
-		.path = path,
-		.argv = o->argv,
 		.env = o->env,
 		.nenv = o->nenv,
 		.np = o->np,
@@ -307,7 +314,7 @@ static void start_ranks(struct job *job, const char *path,
 
 	for (unsigned r = 0; r < o->np; r++) {
 		struct rank_proc *p = &job->ranks[r];
-		int rc = spawn_rank(&cfg, r, p);
+		int rc = spawn_rank(&cfg, r, &job->launch[r], p);
 		if (rc == 0 || rc > 0) {
 			if (o->tag_output) {
 				tagged_stream_init(&job->streams[2 * r],
@@ -322,7 +329,8 @@ static void start_ranks(struct job *job, const char *path,
 		}
 		if (rc > 0) {
 			fprintf(stderr, "mrail-run: cannot execute '%s' (rank "
-				"%u): %s\n", o->argv[0], r, strerror(rc));
+				"%u): %s\n", job->launch[r].argv[0], r,
+				strerror(rc));
 			fail_job(job, exec_error_code(rc));
 		} else {
 			fail_job(job, 1);
@@ -333,12 +341,182 @@ static void start_ranks(struct job *job, const char *path,
 	}
 }
 
+/* PROGRAM, found in main (without --wrap). */
+static char program_path[PATH_MAX];
+
+/*
+ * A rank of ours is not the process a PMIx launcher (mpirun, srun) started:
+ * if mrail-run runs inside such a job, its ranks must not present that
+ * job's PMIx identity, or libmrail's "pmix" bootstrap (tried before "kvs")
+ * would pick it up. -x can still set these explicitly.
+ */
+static void drop_pmix_identity(void)
+{
+	extern char **environ;
+	char name[64];
+
+	for (char **e = environ; e && *e;) {
+		size_t len = strcspn(*e, "=");
+		if (len < sizeof name &&
+		    (!strncmp(*e, "PMIX_SERVER_URI", 15) ||
+		     (len == 9 && !strncmp(*e, "PMIX_RANK", 9)) ||
+		     (len == 14 && !strncmp(*e, "PMIX_NAMESPACE", 14)) ||
+		     (len == 7 && !strncmp(*e, "PMIX_ID", 7)))) {
+			memcpy(name, *e, len);
+			name[len] = '\0';
+			unsetenv(name); /* shifts the rest down */
+			continue;
+		}
+		e++;
+	}
+}
+
+/* "NAME=VALUE" (malloc'd), or NULL. */
+static char *env_word(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static char *env_word(const char *name, const char *fmt, ...)
+{
+	char value[256], *out;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(value, sizeof value, fmt, ap);
+	va_end(ap);
+	return asprintf(&out, "%s=%s", name, value) < 0 ? NULL : out;
+}
+
+/*
+ * What {env} passes to one rank: the MRAIL_* variables of our environment
+ * (a local rank inherits them), the -x variables, then the contract.
+ */
+static char **rank_env_words(const struct run_options *o, unsigned r,
+			     const struct placement *pl, const char *kvs_addr,
+			     const char *job_key, size_t *n)
+{
+	extern char **environ;
+	size_t ninherit = 0;
+
+	for (char **e = environ; e && *e; e++)
+		ninherit += !strncmp(*e, "MRAIL_", 6);
+	char **w = calloc(ninherit + o->nenv + 6 + 1, sizeof *w);
+	if (!w)
+		return NULL;
+	*n = 0;
+	for (char **e = environ; e && *e; e++)
+		if (!strncmp(*e, "MRAIL_", 6) &&
+		    !run_options_reserved(*e, strcspn(*e, "=")) &&
+		    !(w[(*n)++] = strdup(*e)))
+			goto nomem;
+	for (size_t i = 0; i < o->nenv; i++)
+		if (!(w[(*n)++] = strdup(o->env[i])))
+			goto nomem;
+	if (!(w[(*n)++] = env_word("MRAIL_RANK", "%u", r)) ||
+	    !(w[(*n)++] = env_word("MRAIL_SIZE", "%u", o->np)) ||
+	    !(w[(*n)++] = env_word("MRAIL_LOCAL_RANK", "%u", pl->local_rank)) ||
+	    !(w[(*n)++] = env_word("MRAIL_LOCAL_SIZE", "%u", pl->local_size)) ||
+	    !(w[(*n)++] = env_word("MRAIL_KVS_ADDR", "%s", kvs_addr)) ||
+	    !(w[(*n)++] = env_word("MRAIL_JOB_KEY", "%s", job_key)))
+		goto nomem;
+	return w;
+nomem:
+	argv_free(w);
+	return NULL;
+}
+
+/*
+ * Each rank's command line and executable: PROGRAM ARGS..., or with --wrap
+ * the expanded template followed by them. 0, or the exit status to end
+ * with (the error printed).
+ */
+static int plan_ranks(struct job *job, const struct placement *pl,
+		      const struct wrap_template *wrap, const char *job_key)
+{
+	const struct run_options *o = job->opt;
+	const char *kvs_addr = mrail_kvs_server_address(job->kvs);
+	char path[PATH_MAX];
+	int err;
+
+	job->launch = calloc(o->np, sizeof *job->launch);
+	if (wrap->nwords)
+		job->wrapped = calloc(o->np, sizeof *job->wrapped);
+	if (!job->launch || (wrap->nwords && !job->wrapped))
+		goto nomem;
+	for (unsigned r = 0; r < o->np; r++) {
+		struct rank_launch *l = &job->launch[r];
+		l->local_rank = pl[r].local_rank;
+		l->local_size = pl[r].local_size;
+		job->ranks[r].host = o->hosts || o->hostfile ? pl[r].host
+							    : NULL;
+		if (!wrap->nwords) {
+			l->argv = o->argv;
+			l->path = program_path; /* resolved in main */
+			continue;
+		}
+		size_t nenv;
+		char **env = rank_env_words(o, r, &pl[r], kvs_addr, job_key,
+					    &nenv);
+		if (!env)
+			goto nomem;
+		job->wrapped[r] = wrap_argv(wrap, pl[r].host, r, env, nenv,
+					    o->argv, o->wrap_quote);
+		argv_free(env);
+		if (!job->wrapped[r])
+			goto nomem;
+		l->argv = job->wrapped[r];
+		/* The wrapper may differ per rank (a {host} in its name). */
+		if (r > 0 && !strcmp(l->argv[0], job->launch[r - 1].argv[0])) {
+			l->path = job->launch[r - 1].path;
+			continue;
+		}
+		if ((err = resolve_program(l->argv[0], path, sizeof path))) {
+			fprintf(stderr, "mrail-run: --wrap command '%s' (rank "
+				"%u): %s\n", l->argv[0], r,
+				exec_error_text(l->argv[0], err));
+			return exec_error_code(err);
+		}
+		if (!(l->path = strdup(path)))
+			goto nomem;
+		l->path_owned = true;
+	}
+	return 0;
+nomem:
+	fprintf(stderr, "mrail-run: out of memory\n");
+	return 1;
+}
+
+static void free_plan(struct job *job)
+{
+	for (unsigned r = 0; job->launch && r < job->opt->np; r++)
+		if (job->launch[r].path_owned)
+			free((char *)job->launch[r].path);
+	for (unsigned r = 0; job->wrapped && r < job->opt->np; r++)
+		argv_free(job->wrapped[r]);
+	free(job->launch);
+	free(job->wrapped);
+}
+
+/* Ranks elsewhere cannot dial 127.0.0.1 or ::1 of this host. */
+static void check_reachable(const struct run_options *o, const char *addr)
+{
+	if (!o->wrap || (!o->hosts && !o->hostfile))
+		return;
+	if (strncmp(addr, "127.", 4) && strncmp(addr, "[::1]", 5))
+		return;
+	fprintf(stderr, "mrail-run: note: the key-value service is at %s, a "
+		"loopback address: ranks on other hosts cannot reach it "
+		"(use --bind with an address of this host they can reach)\n",
+		addr);
+}
+
 int main(int argc, char **argv)
 {
 	struct run_options opt;
 	struct job job = {.opt = &opt, .deadline = INFINITY,
 			  .kill_at = INFINITY, .sigfd = -1};
-	char path[PATH_MAX], key_hex[2 * MRAIL_AUTH_KEY_BYTES + 1];
+	struct host_list hosts = {0};
+	struct wrap_template wrap = {0};
+	struct placement *pl = NULL;
+	char key_hex[2 * MRAIL_AUTH_KEY_BYTES + 1];
 	uint8_t key[MRAIL_AUTH_KEY_BYTES];
 	sigset_t orig_mask;
 	struct rlimit orig_nofile;
@@ -354,16 +532,34 @@ int main(int argc, char **argv)
 		return 0;
 	if (rc != RUN_OPTIONS_OK)
 		return 2;
-	if ((err = resolve_program(opt.argv[0], path, sizeof path))) {
+	if ((opt.hosts && host_list_parse(opt.hosts, &hosts) < 0) ||
+	    (opt.hostfile && host_list_read_file(opt.hostfile, &hosts) < 0) ||
+	    (opt.wrap && wrap_parse(opt.wrap, &wrap) < 0)) {
+		job.exit_code = 2;
+		goto out;
+	}
+	pl = calloc(opt.np, sizeof *pl);
+	if (!pl || place_ranks(&hosts, opt.np, pl) < 0) {
+		fprintf(stderr, "mrail-run: out of memory\n");
+		job.exit_code = 1;
+		goto out;
+	}
+	/* With --wrap the program runs where the wrapper takes it: only the
+	 * wrapper must exist here (checked once the command lines exist). */
+	if (!opt.wrap &&
+	    (err = resolve_program(opt.argv[0], program_path,
+				   sizeof program_path))) {
 		fprintf(stderr, "mrail-run: %s: %s\n", opt.argv[0],
 			exec_error_text(opt.argv[0], err));
-		run_options_free(&opt);
-		return exec_error_code(err);
+		job.exit_code = exec_error_code(err);
+		goto out;
 	}
+	drop_pmix_identity();
 	if (mrail_auth_random(key, sizeof key) < 0) {
 		fprintf(stderr, "mrail-run: cannot draw a job key: %s\n",
 			strerror(errno));
-		return 1;
+		job.exit_code = 1;
+		goto out;
 	}
 	mrail_auth_key_format(key, key_hex);
 
@@ -371,7 +567,8 @@ int main(int argc, char **argv)
 	job.sigfd = setup_signals(&orig_mask);
 	if (job.sigfd < 0) {
 		fprintf(stderr, "mrail-run: signalfd: %s\n", strerror(errno));
-		return 1;
+		job.exit_code = 1;
+		goto out;
 	}
 	struct mrail_kvs_server_config kcfg = {
 		.bind = opt.bind,
@@ -384,7 +581,9 @@ int main(int argc, char **argv)
 		/* Most likely the address is not one of this host's. */
 		fprintf(stderr, "mrail-run: cannot start the key-value "
 			"service on --bind %s (see above)\n", opt.bind);
-		return 2;
+		job.kvs = NULL;
+		job.exit_code = 2;
+		goto out;
 	}
 	/* Orphans of ranks come to us to be reaped, not to a distant init. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -393,20 +592,32 @@ int main(int argc, char **argv)
 			     sizeof *job.streams);
 	if (!job.ranks || !job.streams) {
 		fprintf(stderr, "mrail-run: out of memory\n");
-		return 1;
+		job.exit_code = 1;
+		goto out;
 	}
 	for (unsigned i = 0; opt.tag_output && i < 2 * opt.np; i++)
 		job.streams[i].fd = -1;
 	if (opt.timeout > 0)
 		job.deadline = mrail_now() + opt.timeout;
 
-	start_ranks(&job, path, key_hex, &orig_mask, &orig_nofile);
+	if ((rc = plan_ranks(&job, pl, &wrap, key_hex))) {
+		job.exit_code = rc;
+		goto out;
+	}
+	check_reachable(&opt, mrail_kvs_server_address(job.kvs));
+	start_ranks(&job, key_hex, &orig_mask, &orig_nofile);
 	event_loop(&job);
-
-	mrail_kvs_server_destroy(job.kvs);
-	close(job.sigfd);
+out:
+	if (job.kvs)
+		mrail_kvs_server_destroy(job.kvs);
+	if (job.sigfd >= 0)
+		close(job.sigfd);
+	free_plan(&job);
 	free(job.ranks);
 	free(job.streams);
+	free(pl);
+	wrap_free(&wrap);
+	host_list_free(&hosts);
 	run_options_free(&opt);
 	explicit_bzero(key, sizeof key);
 	return job.exit_code;

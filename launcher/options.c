@@ -15,11 +15,20 @@ static const char *const reserved_env[] = {
 	"MRAIL_KVS_ADDR", "MRAIL_JOB_KEY",
 };
 
+int run_options_reserved(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof reserved_env / sizeof *reserved_env; i++)
+		if (strlen(reserved_env[i]) == len &&
+		    !strncmp(name, reserved_env[i], len))
+			return 1;
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fputs("Usage: mrail-run -n N [options] PROGRAM [ARGS...]\n"
-	      "Start N ranks of PROGRAM on this host, connected through an\n"
-	      "embedded key-value service (the libmrail \"kvs\" bootstrap).\n"
+	      "Start N ranks of PROGRAM, connected through an embedded\n"
+	      "key-value service (the libmrail \"kvs\" bootstrap).\n"
 	      "\n"
 	      "Options:\n"
 	      "  -n, --np N            number of ranks, 1..1024 (default 1)\n"
@@ -35,13 +44,26 @@ static void usage(FILE *f)
 	      "      --auth-timeout SEC  drop KVS connections that have not\n"
 	      "                        authenticated after SEC s (default 5)\n"
 	      "      --tag-output      prefix each output line with [RANK]\n"
+	      "      --hosts H0,H1,... rank r runs on host r % H (sets\n"
+	      "                        MRAIL_LOCAL_RANK/SIZE per host; see --wrap)\n"
+	      "      --hostfile FILE   hosts one per line, optional slots=N\n"
+	      "                        (ranks fill a host's slots, then the next)\n"
+	      "      --wrap TEMPLATE   start each rank as TEMPLATE PROGRAM ARGS...;\n"
+	      "                        TEMPLATE is split on blanks (no shell);\n"
+	      "                        {host} {rank} are replaced in each word,\n"
+	      "                        the word {env} becomes 'env VAR=VALUE...'\n"
+	      "                        (the rank's MRAIL_* and -x variables);\n"
+	      "                        e.g. --wrap 'ip netns exec {host}'\n"
+	      "      --wrap-quote      shell-quote the {env} words, PROGRAM and\n"
+	      "                        ARGS (for wrappers that run a remote\n"
+	      "                        shell: --wrap 'ssh {host} {env}')\n"
 	      "  -h, --help            show this help\n"
 	      "      --version         show the version\n"
 	      "\n"
 	      "Exit status: 0 if every rank exits 0; else the first failed\n"
 	      "rank's status (128+N if killed by signal N); 124 on --timeout;\n"
-	      "128+N when mrail-run gets signal N; 126/127 if PROGRAM cannot be\n"
-	      "run; 2 on a usage error.\n",
+	      "128+N when mrail-run gets signal N; 126/127 if PROGRAM (with\n"
+	      "--wrap: the wrapper) cannot be run; 2 on a usage error.\n",
 	      f);
 }
 
@@ -94,14 +116,11 @@ static int add_env(struct run_options *o, char *val)
 					 "VAR=VALUE with VAR a valid "
 					 "environment variable name");
 	}
-	for (size_t i = 0; i < sizeof reserved_env / sizeof *reserved_env; i++)
-		if (strlen(reserved_env[i]) == name_len &&
-		    !strncmp(val, reserved_env[i], name_len)) {
-			fprintf(stderr, "mrail-run: -x %.*s: this variable is "
-				"set by mrail-run itself\n", (int)name_len,
-				val);
-			return RUN_OPTIONS_USAGE;
-		}
+	if (run_options_reserved(val, name_len)) {
+		fprintf(stderr, "mrail-run: -x %.*s: this variable is set by "
+			"mrail-run itself\n", (int)name_len, val);
+		return RUN_OPTIONS_USAGE;
+	}
 	char **env = realloc(o->env, (o->nenv + 1) * sizeof *env);
 	if (!env) {
 		fprintf(stderr, "mrail-run: out of memory\n");
@@ -113,7 +132,8 @@ static int add_env(struct run_options *o, char *val)
 }
 
 enum { OPT_TIMEOUT = 256, OPT_GRACE, OPT_KEEP_GOING, OPT_BIND,
-       OPT_AUTH_TIMEOUT, OPT_TAG_OUTPUT, OPT_VERSION };
+       OPT_AUTH_TIMEOUT, OPT_TAG_OUTPUT, OPT_VERSION, OPT_HOSTS,
+       OPT_HOSTFILE, OPT_WRAP, OPT_WRAP_QUOTE };
 
 static const struct option long_options[] = {
 	{"np", required_argument, NULL, 'n'},
@@ -123,6 +143,10 @@ static const struct option long_options[] = {
 	{"bind", required_argument, NULL, OPT_BIND},
 	{"auth-timeout", required_argument, NULL, OPT_AUTH_TIMEOUT},
 	{"tag-output", no_argument, NULL, OPT_TAG_OUTPUT},
+	{"hosts", required_argument, NULL, OPT_HOSTS},
+	{"hostfile", required_argument, NULL, OPT_HOSTFILE},
+	{"wrap", required_argument, NULL, OPT_WRAP},
+	{"wrap-quote", no_argument, NULL, OPT_WRAP_QUOTE},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, OPT_VERSION},
 	{NULL, 0, NULL, 0},
@@ -178,6 +202,18 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 					       "an IP address or host name");
 			o->bind = optarg;
 			break;
+		case OPT_HOSTS:
+			o->hosts = optarg;
+			break;
+		case OPT_HOSTFILE:
+			o->hostfile = optarg;
+			break;
+		case OPT_WRAP:
+			o->wrap = optarg;
+			break;
+		case OPT_WRAP_QUOTE:
+			o->wrap_quote = true;
+			break;
 		case 'h':
 			usage(stdout);
 			rc = RUN_OPTIONS_EXIT;
@@ -202,6 +238,15 @@ int run_options_parse(int argc, char **argv, struct run_options *o)
 			rc = try_help();
 			break;
 		}
+	}
+	if (rc == RUN_OPTIONS_OK && o->hosts && o->hostfile) {
+		fputs("mrail-run: --hosts and --hostfile exclude each other\n",
+		      stderr);
+		rc = try_help();
+	}
+	if (rc == RUN_OPTIONS_OK && o->wrap_quote && !o->wrap) {
+		fputs("mrail-run: --wrap-quote needs --wrap\n", stderr);
+		rc = try_help();
 	}
 	if (rc == RUN_OPTIONS_OK && optind >= argc) {
 		fputs("mrail-run: missing the program to run\n", stderr);

@@ -16,6 +16,10 @@ struct run_options {
 	bool keep_going;      /* --keep-going */
 	bool tag_output;      /* --tag-output */
 	const char *bind;     /* --bind: KVS listen address */
+	const char *hosts;    /* --hosts h0,h1,...: NULL if not given */
+	const char *hostfile; /* --hostfile FILE: NULL if not given */
+	const char *wrap;     /* --wrap TEMPLATE: NULL if not given */
+	bool wrap_quote;      /* --wrap-quote */
 	char **env;           /* -x VAR=VALUE, in order */
 	size_t nenv;
 	char **argv;          /* the program and its arguments */
@@ -30,5 +34,7 @@ enum {
 /* Parse argv; messages go to stdout (help) or stderr (errors). */
 int run_options_parse(int argc, char **argv, struct run_options *o);
 void run_options_free(struct run_options *o);
+/* 1 if mrail-run sets the variable name[0..len) itself (the contract). */
+int run_options_reserved(const char *name, size_t len);
 
 #endif

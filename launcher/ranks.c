@@ -58,8 +58,9 @@ int resolve_program(const char *name, char *out, size_t out_len)
 
 /* In the child, between fork and exec: only report failures via errpipe. */
 static void __attribute__((noreturn))
-child_exec(const struct spawn_config *cfg, unsigned rank, pid_t parent,
-	   int errpipe, const int out_pipe[2], const int err_pipe[2])
+child_exec(const struct spawn_config *cfg, unsigned rank,
+	   const struct rank_launch *l, pid_t parent, int errpipe,
+	   const int out_pipe[2], const int err_pipe[2])
 {
 	char num[16];
 	int err;
@@ -91,13 +92,15 @@ child_exec(const struct spawn_config *cfg, unsigned rank, pid_t parent,
 		putenv(cfg->env[i]);
 	snprintf(num, sizeof num, "%u", rank);
 	setenv("MRAIL_RANK", num, 1);
-	setenv("MRAIL_LOCAL_RANK", num, 1);
 	snprintf(num, sizeof num, "%u", cfg->np);
 	setenv("MRAIL_SIZE", num, 1);
+	snprintf(num, sizeof num, "%u", l->local_rank);
+	setenv("MRAIL_LOCAL_RANK", num, 1);
+	snprintf(num, sizeof num, "%u", l->local_size);
 	setenv("MRAIL_LOCAL_SIZE", num, 1);
 	setenv("MRAIL_KVS_ADDR", cfg->kvs_addr, 1);
 	setenv("MRAIL_JOB_KEY", cfg->job_key, 1);
-	execv(cfg->path, cfg->argv);
+	execv(l->path, l->argv);
 	err = errno;
 	if (write(errpipe, &err, sizeof err) < 0) {
 		/* nothing left to tell it with */
@@ -113,7 +116,7 @@ static void close_pair(int p[2])
 }
 
 int spawn_rank(const struct spawn_config *cfg, unsigned rank,
-	       struct rank_proc *p)
+	       const struct rank_launch *l, struct rank_proc *p)
 {
 	int errpipe[2], out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
 	pid_t parent = getpid();
@@ -137,7 +140,8 @@ int spawn_rank(const struct spawn_config *cfg, unsigned rank,
 		return -1;
 	}
 	if (pid == 0)
-		child_exec(cfg, rank, parent, errpipe[1], out_pipe, err_pipe);
+		child_exec(cfg, rank, l, parent, errpipe[1], out_pipe,
+			   err_pipe);
 	/* Also here: a signal sent before the child ran setpgid must still
 	 * find the group. */
 	setpgid(pid, pid);

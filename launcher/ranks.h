@@ -15,6 +15,7 @@
 
 struct rank_proc {
 	unsigned rank;
+	const char *host; /* --hosts/--hostfile, for messages; else NULL */
 	pid_t pid;      /* 0 if never started */
 	bool running;   /* started and not yet reaped */
 	int status;     /* wait status once reaped */
@@ -23,8 +24,6 @@ struct rank_proc {
 };
 
 struct spawn_config {
-	const char *path;      /* resolved executable */
-	char *const *argv;     /* argv[0] as the user wrote it */
 	char *const *env;      /* extra "VAR=VALUE" (-x), applied first */
 	size_t nenv;
 	unsigned np;
@@ -34,6 +33,15 @@ struct spawn_config {
 	bool pass_stdin;       /* rank 0 reads mrail-run's stdin */
 	const sigset_t *child_mask; /* signal mask to restore before exec */
 	const struct rlimit *child_nofile; /* descriptor limit to restore */
+};
+
+/* What differs between ranks. */
+struct rank_launch {
+	const char *path;      /* resolved executable (the wrapper with --wrap) */
+	char *const *argv;     /* argv[0] as the user wrote it */
+	unsigned local_rank;   /* MRAIL_LOCAL_RANK */
+	unsigned local_size;   /* MRAIL_LOCAL_SIZE */
+	bool path_owned;       /* path is malloc'd */
 };
 
 /*
@@ -49,7 +57,7 @@ int resolve_program(const char *name, char *out, size_t out_len);
  * failed (logged).
  */
 int spawn_rank(const struct spawn_config *cfg, unsigned rank,
-	       struct rank_proc *p);
+	       const struct rank_launch *l, struct rank_proc *p);
 
 /* Signal the rank's process group (the rank and its children). */
 void signal_rank(const struct rank_proc *p, int sig);

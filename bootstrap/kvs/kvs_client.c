@@ -32,6 +32,7 @@
 struct mrail_bootstrap {
 	int fd;
 	uint32_t rank, size;
+	uint32_t local_rank, local_size;
 	uint8_t key[MRAIL_AUTH_KEY_BYTES];
 	double timeout; /* seconds per operation; INFINITY = no limit */
 	bool broken;    /* a failed exchange left the stream out of step */
@@ -70,6 +71,14 @@ static int read_environment(struct mrail_bootstrap *bs)
 
 	if ((rc = env_u32("MRAIL_SIZE", 1, UINT32_MAX, &bs->size)) ||
 	    (rc = env_u32("MRAIL_RANK", 0, bs->size - 1, &bs->rank)))
+		return rc;
+	/* mrail-run sets both; without them every rank is on this host. */
+	bs->local_rank = bs->rank;
+	bs->local_size = bs->size;
+	if ((getenv("MRAIL_LOCAL_SIZE") || getenv("MRAIL_LOCAL_RANK")) &&
+	    ((rc = env_u32("MRAIL_LOCAL_SIZE", 1, bs->size, &bs->local_size)) ||
+	     (rc = env_u32("MRAIL_LOCAL_RANK", 0, bs->local_size - 1,
+			   &bs->local_rank))))
 		return rc;
 	v = getenv("MRAIL_JOB_KEY");
 	if (!v || mrail_auth_key_parse(v, bs->key) < 0) {
@@ -407,6 +416,16 @@ static uint32_t kvs_size(struct mrail_bootstrap *bs)
 	return bs->size;
 }
 
+static uint32_t kvs_local_rank(struct mrail_bootstrap *bs)
+{
+	return bs->local_rank;
+}
+
+static uint32_t kvs_local_size(struct mrail_bootstrap *bs)
+{
+	return bs->local_size;
+}
+
 /* After a failed exchange the stream may be mid-frame: refuse to guess. */
 static int check_usable(struct mrail_bootstrap *bs)
 {
@@ -537,4 +556,6 @@ const struct mrail_bootstrap_ops mrail_kvs_bootstrap_ops = {
 	.put = kvs_put,
 	.fence = kvs_fence,
 	.get = kvs_get,
+	.local_rank = kvs_local_rank,
+	.local_size = kvs_local_size,
 };

@@ -42,10 +42,13 @@ static struct mrail_bootstrap *start(uint32_t *rank, uint32_t *size)
 	*size = ops->size(bs);
 	CHECK(*rank == (uint32_t)atoi(getenv("MRAIL_RANK")), "rank()");
 	CHECK(*size == (uint32_t)atoi(getenv("MRAIL_SIZE")), "size()");
-	CHECK(!strcmp(getenv("MRAIL_LOCAL_RANK"), getenv("MRAIL_RANK")),
-	      "MRAIL_LOCAL_RANK");
-	CHECK(!strcmp(getenv("MRAIL_LOCAL_SIZE"), getenv("MRAIL_SIZE")),
-	      "MRAIL_LOCAL_SIZE");
+	/* Per host with --hosts; else every rank is local. */
+	uint32_t lr = ops->local_rank(bs), ls = ops->local_size(bs);
+	CHECK(lr == (uint32_t)atoi(getenv("MRAIL_LOCAL_RANK")), "local_rank()");
+	CHECK(ls == (uint32_t)atoi(getenv("MRAIL_LOCAL_SIZE")), "local_size()");
+	CHECK(lr < ls && ls <= *size, "local rank %u of %u", lr, ls);
+	if (!getenv("KVS_RANK_HOSTS")) /* -x KVS_RANK_HOSTS=1 with --hosts */
+		CHECK(lr == *rank && ls == *size, "local = global without hosts");
 	return bs;
 }
 

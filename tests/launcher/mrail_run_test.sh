@@ -58,6 +58,12 @@ wait_pidfiles() {
 # A rank that records its pid then sleeps (exec keeps the pid).
 SLEEPER='echo $$ > "$D/$MRAIL_RANK.pid"; exec sleep 30'
 
+# --wrap stand-in (see wrap.sh); it logs each rank's argv to $WRAP_LOG.
+WRAP=$(cd "$(dirname "$0")" && pwd)/wrap.sh
+export WRAP_LOG=$T/wrap.log
+# expect_log PATTERN: the wrapper log has a line matching.
+expect_log() { grep -Eq -- "$1" "$WRAP_LOG" || { cat "$WRAP_LOG" >&2; fail "wrap log lacks /$1/"; }; }
+
 case $CASE in
 allgather-[0-9]*)
 	n=${CASE#allgather-}
@@ -273,6 +279,173 @@ bad-options)
 	run -n 1 bash -c 'echo "$@"' x --bogus -n 3
 	expect_rc 0
 	expect_out '^--bogus -n 3$'
+	;;
+hosts-env)
+	# Round robin over hosts; local rank/size per host; no --wrap: all here.
+	run -n 5 --hosts a,b bash -c \
+		'echo "$MRAIL_RANK $MRAIL_SIZE $MRAIL_LOCAL_RANK $MRAIL_LOCAL_SIZE"'
+	expect_rc 0
+	for l in "0 5 0 3" "1 5 0 2" "2 5 1 3" "3 5 1 2" "4 5 2 3"; do
+		expect_out "^$l\$"
+	done
+	# A host named twice is one host.
+	run -n 3 --hosts a,b,a bash -c 'echo "$MRAIL_RANK $MRAIL_LOCAL_RANK $MRAIL_LOCAL_SIZE"'
+	expect_rc 0
+	for l in "0 0 2" "1 0 1" "2 1 2"; do expect_out "^$l\$"; done
+	# The bootstrap works with per-host local ranks.
+	run -n 4 --hosts a,b,c -x KVS_RANK_HOSTS=1 "$KVS" allgather
+	expect_rc 0
+	[ "$(grep -c ': ok$' "$T/out")" -eq 4 ] || fail "not all 4 ranks ok"
+	;;
+hostfile)
+	printf '# two slots on n0\nn0 slots=2\n\n  n1   max_slots=8 # one slot\n' >"$T/hosts"
+	run -n 5 --hostfile "$T/hosts" --wrap "$WRAP exec {host} {rank}" bash -c \
+		'echo "$MRAIL_RANK $WRAP_HOST $MRAIL_LOCAL_RANK $MRAIL_LOCAL_SIZE"'
+	expect_rc 0
+	for l in "0 n0 0 4" "1 n0 1 4" "2 n1 0 1" "3 n0 2 4" "4 n0 3 4"; do
+		expect_out "^$l\$"
+	done
+	printf 'n0 slots=0\n' >"$T/bad"
+	run -n 1 --hostfile "$T/bad" true
+	expect_rc 2
+	expect_err "$T/bad:1: invalid 'slots=0'"
+	printf 'n0\nn1 cpus=4\n' >"$T/bad"
+	run -n 1 --hostfile "$T/bad" true
+	expect_rc 2
+	expect_err "$T/bad:2: unknown attribute 'cpus=4'"
+	printf '# nothing\n\n' >"$T/bad"
+	run -n 1 --hostfile "$T/bad" true
+	expect_rc 2
+	expect_err "no hosts"
+	run -n 1 --hostfile "$T/missing" true
+	expect_rc 2
+	expect_err "--hostfile $T/missing: No such file or directory"
+	;;
+wrap-exec)
+	# Like ip netns exec: the wrapper execs the rank, environment kept.
+	run -n 4 --hosts h0,h1 -x KVS_RANK_HOSTS=1 \
+		--wrap "$WRAP exec {host} {rank}" "$KVS" allgather
+	expect_rc 0
+	[ "$(grep -c ': ok$' "$T/out")" -eq 4 ] || fail "not all 4 ranks ok"
+	for r in 0 1 2 3; do expect_log "^wrap host=h$((r % 2)) rank=$r pid=[0-9]+ argc=2$"; done
+	expect_log "^  arg: $KVS\$"
+	expect_log '^  arg: allgather$'
+	expect_err 'note: the key-value service is at 127\.0\.0\.1:[0-9]+, a loopback address'
+	# Substitution inside words, literal braces, several tokens.
+	: >"$WRAP_LOG"
+	run -n 2 --hosts h0,h1 --wrap "$WRAP exec user@{host}.x r{rank}-{{h}}" \
+		bash -c 'echo "[$WRAP_HOST] [$WRAP_RANK]"'
+	expect_rc 0
+	expect_out '^\[user@h0\.x\] \[r0-\{h\}\]$'
+	expect_out '^\[user@h1\.x\] \[r1-\{h\}\]$'
+	# Without --hosts, {host} is localhost.
+	run -n 1 --wrap "$WRAP exec {host} {rank}" bash -c 'echo "[$WRAP_HOST]"'
+	expect_rc 0
+	expect_out '^\[localhost\]$'
+	;;
+wrap-env)
+	# Like ssh: nothing of the environment arrives but what {env} passes.
+	export MRAIL_LOG_LEVEL=warn NOT_MRAIL=x
+	run -n 3 --hosts h0,h1 -x FOO='a b' --wrap "$WRAP clean {host} {rank} {env}" \
+		bash -c 'echo "$MRAIL_RANK $MRAIL_SIZE $MRAIL_LOCAL_RANK $MRAIL_LOCAL_SIZE [$FOO] $MRAIL_LOG_LEVEL [${NOT_MRAIL-}] $MRAIL_KVS_ADDR $MRAIL_JOB_KEY"'
+	expect_rc 0
+	for l in "0 3 0 2" "1 3 0 1" "2 3 1 2"; do
+		expect_out "^$l \[a b\] warn \[\] 127\.0\.0\.1:[0-9]+ [0-9a-f]{32}\$"
+	done
+	expect_log '^  arg: env$'
+	expect_log '^  arg: MRAIL_LOG_LEVEL=warn$'
+	expect_log '^  arg: FOO=a b$'
+	expect_log '^  arg: MRAIL_JOB_KEY=[0-9a-f]{32}$'
+	# ... and that is enough to bootstrap.
+	run -n 3 --hosts h0,h1 -x KVS_RANK_HOSTS=1 \
+		--wrap "$WRAP clean {host} {rank} {env}" "$KVS" allgather
+	expect_rc 0
+	[ "$(grep -c ': ok$' "$T/out")" -eq 3 ] || fail "not all 3 ranks ok"
+	;;
+wrap-quote)
+	# A wrapper whose far side is a shell (ssh): --wrap-quote keeps words.
+	arg="it's \$HOME; \`x\` \"q\" *"
+	run -n 2 --hosts h0,h1 -x FOO='a  b;c' --wrap-quote \
+		--wrap "$WRAP shell {host} {rank} {env}" \
+		bash -c 'printf "%s|%s|%s\n" "$MRAIL_RANK" "$FOO" "$1"' x "$arg"
+	expect_rc 0
+	for r in 0 1; do
+		grep -Fxq -- "$r|a  b;c|$arg" "$T/out" || fail "rank $r: words changed"
+	done
+	;;
+wrap-exit)
+	# A wrapper that forks: the rank's status comes back through it, and
+	# ending the job reaches the rank behind it (process group).
+	run -n 4 --grace 20 --hosts h0,h1 -x D="$T" \
+		--wrap "$WRAP fork {host} {rank}" bash -c \
+		'[ "$MRAIL_RANK" = 2 ] && { sleep 0.3; exit 3; }; '"$SLEEPER"
+	expect_rc 3
+	expect_err 'mrail-run: rank 2 \(pid [0-9]+, host h0\) exited with status 3'
+	expect_fast 8
+	expect_gone
+	# exec: a signal death is the rank's own.
+	run -n 3 --grace 20 --hosts h0,h1 --wrap "$WRAP exec {host} {rank}" \
+		-x KVS_RANK_HOSTS=1 "$KVS" die-in-fence 1 9
+	expect_rc 137
+	expect_err 'rank 1 \(pid [0-9]+, host h1\) killed by signal 9'
+	;;
+wrap-signal)
+	"$RUN" -n 3 --grace 20 --hosts h0,h1 -x D="$T" \
+		--wrap "$WRAP fork {host} {rank}" bash -c "$SLEEPER" \
+		>"$T/out" 2>"$T/err" &
+	pid=$!
+	wait_pidfiles 3
+	t0=$SECONDS
+	kill -TERM "$pid"
+	wait "$pid"
+	RC=$? SECS=$((SECONDS - t0))
+	expect_rc 143
+	expect_fast 5
+	expect_gone
+	# PR_SET_PDEATHSIG survives the wrapper's exec.
+	rm -f "$T"/*.pid
+	"$RUN" -n 2 --hosts h0,h1 -x D="$T" --wrap "$WRAP exec {host} {rank}" \
+		bash -c "$SLEEPER" >"$T/out" 2>"$T/err" &
+	pid=$!
+	wait_pidfiles 2
+	kill -KILL "$pid"
+	wait "$pid"
+	expect_gone
+	;;
+wrap-errors)
+	check() { # EXPECTED-STDERR ARGS...
+		local pat=$1; shift
+		run "$@"
+		expect_rc 2
+		expect_err "$pat"
+	}
+	check "--wrap: unknown token in '\{hots\}'" --wrap 'ssh {hots}' true
+	check "--wrap: \{env\} must be a word of its own" --wrap 'ssh x{env}' true
+	check "--wrap: lone '\}'" --wrap 'ssh a}' true
+	check "--wrap: empty command template" --wrap '  ' true
+	check "--wrap: the template must start with a command" --wrap '{env} x' true
+	check "--wrap-quote needs --wrap" --wrap-quote true
+	check "--hosts and --hostfile exclude each other" --hosts a --hostfile /dev/null true
+	check "--hosts: host 'a b' contains ' '" --hosts 'a b' true
+	check "--hosts: host '-oProxyCommand=x' starts with '-'" --hosts 'a,-oProxyCommand=x' true
+	check "--hosts: a host name must have 1..255 characters" --hosts 'a,,b' true
+	check "--hosts: a host name must have 1..255 characters" --hosts 'a,' true
+	check "option '--wrap' requires a value" --wrap
+	run -n 2 --wrap 'no-such-wrapper-for-mrail-run {host}' true
+	expect_rc 127
+	expect_err "--wrap command 'no-such-wrapper-for-mrail-run' \(rank 0\): command not found"
+	# With --wrap, PROGRAM need not exist here (it runs elsewhere).
+	run -n 1 --wrap "$WRAP exec {host} {rank}" /no/such/program
+	expect_rc 127
+	;;
+pmix-env)
+	# Inside an mpirun/srun job: ranks must not inherit its PMIx identity.
+	PMIX_RANK=3 PMIX_NAMESPACE=outer PMIX_ID=outer.3 \
+		PMIX_SERVER_URI41='x;tcp4://127.0.0.1:1' PMIX_SERVER_URI2=y \
+		PMIX_MCA_gds=hash run -n 1 -x PMIX_ID=mine bash -c 'env | grep ^PMIX_ | sort'
+	expect_rc 0
+	[ "$(cat "$T/out")" = "$(printf 'PMIX_ID=mine\nPMIX_MCA_gds=hash')" ] ||
+		fail "PMIx identity not removed"
 	;;
 *)
 	fail "unknown case"
