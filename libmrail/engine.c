@@ -291,8 +291,26 @@ static int bootstrap_exchange(struct mrail_engine *e,
 	rc = address_encode(e, blob, &len);
 	if (!rc)
 		rc = bo->put(bs, key, blob, len);
+	/* Launchers other than mrail-run (PMIx) give no job key: rank 0
+	 * makes one and the job's private key-value space carries it, so
+	 * data connections are still authenticated. */
+	int make_key = !e->cfg.has_job_key;
+	if (!rc && make_key && e->rank == 0) {
+		if (mrail_auth_random(e->cfg.job_key, sizeof e->cfg.job_key))
+			rc = MRAIL_ERR_IO;
+		else
+			rc = bo->put(bs, "mrail.jobkey", e->cfg.job_key,
+				     sizeof e->cfg.job_key);
+	}
 	if (!rc)
 		rc = bo->fence(bs);
+	if (!rc && make_key) {
+		size_t klen = sizeof e->cfg.job_key;
+		rc = bo->get(bs, "mrail.jobkey", e->cfg.job_key, &klen);
+		if (!rc && klen != sizeof e->cfg.job_key)
+			rc = MRAIL_ERR_BOOTSTRAP;
+		e->cfg.has_job_key = rc == MRAIL_OK;
+	}
 	if (rc)
 		return rc;
 
