@@ -276,6 +276,10 @@ int address_parse(const void *blob, size_t len, struct peer_address *pa,
 		  const char **why);
 void address_free(struct peer_address *pa);
 
+/* endpoints.c */
+int endpoints_open(struct mrail_engine *e);
+uint64_t endpoints_host_identity(void);
+
 /* pairing.c: which rails a gate gets */
 int gate_plan_rails(struct mrail_engine *e, struct gate *g,
 		    const struct peer_address *pa, char *why, size_t whylen);
