@@ -56,6 +56,17 @@ int main(void)
 	CHECK(n == 1 && c[0].rail == 0); /* rail 1 busy, rail 2 slower */
 	single->fini(st);
 	CHECK(single->init("x=1", &st) == MRAIL_ERR_CONFIG);
+	const struct mrail_strategy_ops *pin = mrail_strategy_find("pin");
+	CHECK(pin && pin->init("rail=2", &st) == MRAIL_OK);
+	n = pin->rdv_split(st, v, 3, 1 << 20, c, MRAIL_MAX_CHUNKS);
+	check_plan(c, n, 3, 1 << 20);
+	CHECK(n == 1 && c[0].rail == 2);
+	CHECK(pin->eager_rail(st, v, 3, 10) == 2);
+	/* Only rails 0 and 1 up: the highest rail not above the pinned. */
+	CHECK(pin->eager_rail(st, v, 2, 10) == -1); /* rail 1 is busy */
+	pin->fini(st);
+	CHECK(pin->init("rail=64", &st) == MRAIL_ERR_CONFIG);
+	CHECK(pin->init("rails=1", &st) == MRAIL_ERR_CONFIG);
 	puts("test_strategy: ok");
 	return 0;
 }
