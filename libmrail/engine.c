@@ -198,9 +198,10 @@ static int bootstrap_wireup(struct mrail_engine *e,
 	snprintf(prefix, sizeof prefix, "rank %u", e->rank);
 	mrail_log_set_prefix(prefix);
 	rc = bootstrap_exchange(e, bo, bs);
-	bo->fini(bs);
-	if (rc)
+	if (rc) {
+		bo->fini(bs);
 		return rc == MRAIL_ERR_NOMEM ? rc : MRAIL_ERR_BOOTSTRAP;
+	}
 	while (!gates_ready(e, &failed)) {
 		/* Ranks often outnumber cores here: sleep when idle. */
 		if (engine_progress(e) == 0)
@@ -208,8 +209,18 @@ static int bootstrap_wireup(struct mrail_engine *e,
 		handshake_expire(e);
 	}
 	if (failed) {
+		bo->fini(bs);
 		mrail_error("wire-up failed: not every peer could be reached");
 		return MRAIL_ERR_PEER;
+	}
+	/* Creation is collective: return only when every rank is connected,
+	 * so that a rank that creates and at once destroys an engine cannot
+	 * close it under a peer still wiring up. */
+	rc = bo->fence(bs);
+	bo->fini(bs);
+	if (rc) {
+		mrail_error("bootstrap: final fence failed: %s", mrail_strerror(rc));
+		return MRAIL_ERR_BOOTSTRAP;
 	}
 	mrail_info("connected to %u ranks", e->size);
 	return MRAIL_OK;
@@ -385,7 +396,7 @@ static void engine_close(struct mrail_engine *e)
 		if (engine_progress(e) == 0)
 			engine_idle_wait(e, 1);
 	for (uint32_t i = 0; i < e->ngates; i++)
-		if (e->gates[i]->state == GATE_UP)
+		if (e->gates[i]->state == GATE_UP && !e->gates[i]->self)
 			mrail_debug("%s did not close its engine within %.1f s",
 				    e->gates[i]->name, e->cfg.finalize_timeout);
 }

@@ -1,0 +1,115 @@
+/*
+ * mrail-sample, measuring: one-way time of one rail, one protocol, by
+ * ping-pong between two ranks (one-way = half the round trip), median over
+ * repetitions after a warm-up. The rail is chosen with the pin strategy
+ * and the protocol with the eager threshold, each in an engine of its own,
+ * so the real engine paths are what is timed.
+ */
+#include "sample_tool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static int wait_req(mrail_engine_t *e, mrail_request_t *r)
+{
+	mrail_status_t st;
+	int rc;
+	/* Busy-poll: what an MPI library waiting on a message does. */
+	while ((rc = mrail_test(e, r, &st)) == MRAIL_ERR_AGAIN)
+		;
+	return rc ? rc : st.error;
+}
+
+static int pingpong_once(mrail_engine_t *e, uint32_t me, void *buf,
+			 size_t len, double *rtt)
+{
+	mrail_request_t *r;
+	uint32_t peer = 1 - me;
+	double t0 = now();
+	int rc;
+	if (me == 0) {
+		if ((rc = mrail_isend(e, peer, buf, len, 1, &r)) ||
+		    (rc = wait_req(e, r)) ||
+		    (rc = mrail_irecv(e, peer, buf, len, 1, MRAIL_TAG_MASK_ALL, &r)) ||
+		    (rc = wait_req(e, r)))
+			return rc;
+	} else {
+		if ((rc = mrail_irecv(e, peer, buf, len, 1, MRAIL_TAG_MASK_ALL, &r)) ||
+		    (rc = wait_req(e, r)) ||
+		    (rc = mrail_isend(e, peer, buf, len, 1, &r)) ||
+		    (rc = wait_req(e, r)))
+			return rc;
+	}
+	*rtt = now() - t0;
+	return MRAIL_OK;
+}
+
+/*
+ * Both ranks take rank 0's figure: the next size's repetition count is
+ * derived from it, and the two ranks must run the same number of
+ * ping-pongs (and write the same profile).
+ */
+static int agree(mrail_engine_t *e, uint32_t me, double *value)
+{
+	mrail_request_t *r;
+	int rc = me == 0
+		? mrail_isend(e, 1, value, sizeof *value, 2, &r)
+		: mrail_irecv(e, 0, value, sizeof *value, 2, MRAIL_TAG_MASK_ALL, &r);
+	return rc ? rc : wait_req(e, r);
+}
+
+/* Repetitions for one size: many for small sizes, few for large ones, so
+ * each size costs about the same time; at least 5. */
+unsigned sample_reps(const struct sample_opts *o, uint64_t size,
+		     double est_oneway)
+{
+	double per = 2 * est_oneway > 1e-6 ? 2 * est_oneway : 1e-6;
+	double n = o->seconds_per_size / per;
+	if (n > o->max_reps)
+		n = o->max_reps;
+	/* A median needs a few; large transfers are stable anyway. */
+	if (n < 3)
+		n = 3;
+	(void)size;
+	return (unsigned)n;
+}
+
+int sample_size(mrail_engine_t *e, uint32_t me, const struct sample_opts *o,
+		void *buf, uint64_t size, double est_oneway, double *median)
+{
+	unsigned reps = sample_reps(o, size, est_oneway);
+	unsigned warm = est_oneway > 0.05 ? 1 : reps / 10 + 2;
+	double *t = malloc(sizeof *t * reps);
+	int rc = MRAIL_OK;
+	if (!t)
+		return MRAIL_ERR_NOMEM;
+	for (unsigned i = 0; i < warm && rc == MRAIL_OK; i++) {
+		double x;
+		rc = pingpong_once(e, me, buf, size, &x);
+	}
+	for (unsigned i = 0; i < reps && rc == MRAIL_OK; i++)
+		rc = pingpong_once(e, me, buf, size, &t[i]);
+	if (rc == MRAIL_OK) {
+		qsort(t, reps, sizeof *t, cmp_double);
+		*median = (reps % 2 ? t[reps / 2]
+				    : 0.5 * (t[reps / 2 - 1] + t[reps / 2])) / 2;
+		rc = agree(e, me, median);
+	}
+	free(t);
+	return rc;
+}

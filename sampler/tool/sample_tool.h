@@ -1,0 +1,26 @@
+/* mrail-sample internals. */
+#ifndef MRAIL_SAMPLE_TOOL_H
+#define MRAIL_SAMPLE_TOOL_H
+
+#include <mrail.h>
+#include <stdint.h>
+
+#include "sampler/profile.h"
+
+struct sample_opts {
+	uint64_t min_size, max_size;
+	double seconds_per_size; /* budget of one size */
+	unsigned max_reps;
+	const char *rails;       /* "0,2" or NULL = all */
+	const char *out_dir;     /* NULL: the profile directory */
+	int quiet;
+};
+
+unsigned sample_reps(const struct sample_opts *o, uint64_t size,
+		     double est_oneway);
+int sample_size(mrail_engine_t *e, uint32_t me, const struct sample_opts *o,
+		void *buf, uint64_t size, double est_oneway, double *median);
+
+int sample_plot(const struct mrail_profile *p, const char *png);
+
+#endif

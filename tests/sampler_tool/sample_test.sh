@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# mrail-sample end to end.
+#   sample_test.sh loopback MRAIL_RUN MRAIL_SAMPLE
+#       two loopback rails: one profile per rail, readable by --show.
+#   sample_test.sh netlab MRAIL_RUN MRAIL_SAMPLE NETLAB
+#       two rails shaped to 1000 and 400 Mbit/s between two namespaced
+#       hosts (root only, else 77): each rail's asymptotic bandwidth is
+#       within 10 % of its shaped rate, and the two profiles differ as
+#       the rates do.
+set -uo pipefail
+mode=$1 mrun=$2 sample=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; cat "$tmp/out" 2>/dev/null; exit 1; }
+
+if [ "$mode" = loopback ]; then
+  MRAIL_TCP_LOOPBACK_RAILS=2 "$mrun" -n 2 "$sample" --out "$tmp/p" \
+    --max-size 1M --seconds 0.02 >"$tmp/out" 2>&1 || fail "mrail-sample failed"
+  n=$(ls "$tmp/p"/*.profile | wc -l)
+  [ "$n" -eq 2 ] || fail "$n profiles written, expected 2"
+  for f in "$tmp/p"/*.profile; do
+    "$sample" --show "$f" >"$tmp/show" || fail "--show $f"
+    grep -q "^ *1048576 " "$tmp/show" || fail "--show lacks the 1 MiB row"
+  done
+  grep -q "threshold" "$tmp/out" || fail "no summary table"
+  echo "loopback: 2 profiles written and read back"
+  exit 0
+fi
+
+netlab=$4
+[ "$(id -u)" -eq 0 ] || { echo "needs root (network namespaces)"; exit 77; }
+prefix="st$$"
+NETLAB_TEST=1 "$netlab" up --hosts 2 --rails 1000mbit,400mbit --prefix "$prefix" \
+  --base auto >"$tmp/up" 2>&1 || { rc=$?; cat "$tmp/up"; exit $rc; }
+trap '"$netlab" down --prefix "$prefix" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+mgmt=$("$netlab" addr --prefix "$prefix" h0 mgmt)
+t0=$SECONDS
+"$mrun" -n 2 --hosts "$prefix-h0,$prefix-h1" --wrap 'ip netns exec {host}' \
+  --bind "${mgmt%.*}.254" -x MRAIL_RAILS=r0,r1 "$sample" --out "$tmp/p" \
+  --max-size 16M --seconds 0.05 >"$tmp/out" 2>&1 || fail "mrail-sample failed"
+echo "sampled 2 rails in $((SECONDS - t0)) s"
+cat "$tmp/out"
+# Summary rows: rail driver local lat bw threshold
+bw0=$(awk '$1 == "0" && $3 == "r0" {print $5}' "$tmp/out")
+bw1=$(awk '$1 == "1" && $3 == "r1" {print $5}' "$tmp/out")
+[ -n "$bw0" ] && [ -n "$bw1" ] || fail "no summary rows for r0 and r1"
+# Shaped rates in MB/s of payload: 1000 and 400 Mbit/s.
+awk -v b="$bw0" 'BEGIN { exit !(b > 0.9 * 125 && b < 1.1 * 125) }' ||
+  fail "r0 bandwidth $bw0 MB/s not within 10 % of 125 MB/s"
+awk -v b="$bw1" 'BEGIN { exit !(b > 0.9 * 50 && b < 1.1 * 50) }' ||
+  fail "r1 bandwidth $bw1 MB/s not within 10 % of 50 MB/s"
+awk -v a="$bw0" -v b="$bw1" 'BEGIN { r = a / b; exit !(r > 2.0 && r < 3.0) }' ||
+  fail "r0/r1 bandwidth ratio $bw0/$bw1 is not about 2.5"
+echo "netlab: r0 $bw0 MB/s (shaped 125), r1 $bw1 MB/s (shaped 50)"
