@@ -135,9 +135,10 @@ void bench_report_rails(mrail_engine_t *e, mrail_peer_t peer)
 		bench_fmt_bytes(rx, sizeof rx, s.rx_bytes);
 		bench_fmt_bytes(txw, sizeof txw, s.tx_wire_bytes);
 		bench_fmt_bytes(rxw, sizeof rxw, s.rx_wire_bytes);
-		printf("  rail %d: %s, %s, %s %s -> %s %s\n", i, s.driver,
-		       s.up ? "up" : "DOWN", info.local_if, s.local,
-		       info.remote_if, s.remote);
+		printf("  rail %d: %s, %s, %s %s -> %s %s, model %s (%.1f us, "
+		       "%.0f MB/s)\n", i, s.driver, s.up ? "up" : "DOWN",
+		       info.local_if, s.local, info.remote_if, s.remote,
+		       info.model, 1e6 * info.latency, info.bandwidth / 1e6);
 		printf("    tx %12s (wire %12s)  msgs %10llu  chunks %8llu  "
 		       "packets %10llu\n", tx, txw,
 		       (unsigned long long)s.tx_msgs,

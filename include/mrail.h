@@ -269,6 +269,13 @@ struct mrail_rail_info {
 	                           4 private fallback (docs/address-selection.md) */
 	uint64_t speed_mbps;    /* local link speed, 0 if unknown */
 	int up;
+	char model[16];         /* where the transfer-time model comes from:
+	                           "profile" (mrail-sample), "nominal" (link
+	                           speed) or "default" (1 GB/s, 10 us) */
+	double latency;         /* model: seconds for the smallest message */
+	double bandwidth;       /* model: bytes/s for large messages */
+	uint64_t threshold;     /* rendezvous threshold from the profile, 0 if
+	                           none */
 };
 MRAIL_API int mrail_rail_info(mrail_engine_t *engine, mrail_peer_t peer,
 			      int rail, struct mrail_rail_info *info);

@@ -105,7 +105,9 @@ struct rail {
 	unsigned hello_nrails;    /* accepted: rails the peer planned */
 	int authenticated;        /* accepted: HELLO checked, gate unknown */
 	size_t eager_max;
-	double bandwidth, latency;
+	double bandwidth, latency; /* the model strategies see */
+	uint64_t threshold;       /* profile's rendezvous threshold, 0: none */
+	const char *model_source; /* "profile", "nominal" or "default" */
 	struct mrail_list posted; /* send_ops not completed */
 	uint64_t rx_len;          /* body being received (one at a time) */
 	int bye_in, bye_out;      /* BYE received / sent on this rail */
@@ -302,6 +304,9 @@ void handshake_on_frame(struct mrail_engine *e, struct rail *r,
 void handshake_expire(struct mrail_engine *e);
 void rail_up(struct mrail_engine *e, struct rail *r);
 void rail_update_names(struct rail *r);
+
+/* model.c */
+void rail_load_model(struct mrail_engine *e, struct rail *r);
 
 /* rail.c */
 struct rail *rail_new(struct mrail_engine *e, struct local_rail *l);

@@ -251,6 +251,11 @@ MRAIL_API int mrail_rail_info(mrail_engine_t *e, mrail_peer_t peer, int rail,
 			snprintf(info->remote_addr, sizeof info->remote_addr,
 				 "%s", r->stats.remote);
 			info->up = r->state == RAIL_UP;
+			snprintf(info->model, sizeof info->model, "%s",
+				 r->model_source ? r->model_source : "default");
+			info->latency = r->latency;
+			info->bandwidth = r->bandwidth;
+			info->threshold = r->threshold;
 		}
 		info->conn_type = p->conn_type;
 		info->speed_mbps = l->netif >= 0

@@ -117,6 +117,7 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 	r->stats.up = 1;
 	rail_update_names(r);
 	g->rails_up++;
+	rail_load_model(e, r);
 	if (r->eager_max < g->eager_max)
 		g->eager_max = r->eager_max;
 	mrail_debug("%s: rail %u up (%s %s <-> %s)", g->name, r->index,

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # mrail-sample end to end.
-#   sample_test.sh loopback MRAIL_RUN MRAIL_SAMPLE
-#       two loopback rails: one profile per rail, readable by --show.
+#   sample_test.sh loopback MRAIL_RUN MRAIL_SAMPLE MRAIL_BENCH
+#       two loopback rails: one profile per rail, readable by --show, then
+#       loaded by the engine (mrail-bench shows each rail's model source);
+#       corrupt profiles are reported and replaced by the fallback model.
 #   sample_test.sh netlab MRAIL_RUN MRAIL_SAMPLE NETLAB
 #       two rails shaped to 1000 and 400 Mbit/s between two namespaced
 #       hosts (root only, else 77): each rail's asymptotic bandwidth is
@@ -14,6 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; cat "$tmp/out" 2>/dev/null; exit 1; }
 
 if [ "$mode" = loopback ]; then
+  bench=$4
   MRAIL_TCP_LOOPBACK_RAILS=2 "$mrun" -n 2 "$sample" --out "$tmp/p" \
     --max-size 1M --seconds 0.02 >"$tmp/out" 2>&1 || fail "mrail-sample failed"
   n=$(ls "$tmp/p"/*.profile | wc -l)
@@ -23,7 +26,20 @@ if [ "$mode" = loopback ]; then
     grep -q "^ *1048576 " "$tmp/show" || fail "--show lacks the 1 MiB row"
   done
   grep -q "threshold" "$tmp/out" || fail "no summary table"
-  echo "loopback: 2 profiles written and read back"
+  # The engine finds them again: its rails' models come from the profiles.
+  MRAIL_PROFILE_DIR="$tmp/p" MRAIL_TCP_LOOPBACK_RAILS=2 "$mrun" -n 2 \
+    "$bench" --mode lat --max-size 8 --iters 10 --warmup 2 --no-raw \
+    >"$tmp/out" 2>&1 || fail "mrail-bench with the profiles failed"
+  n=$(grep -c "model profile" "$tmp/out")
+  [ "$n" -eq 2 ] || fail "$n rails use their profile, expected 2"
+  # A corrupt profile is reported and the rail falls back, no crash.
+  for f in "$tmp/p"/*.profile; do echo "garbage" >"$f"; done
+  MRAIL_PROFILE_DIR="$tmp/p" MRAIL_TCP_LOOPBACK_RAILS=2 "$mrun" -n 2 \
+    "$bench" --mode lat --max-size 8 --iters 10 --warmup 2 --no-raw \
+    >"$tmp/out" 2>&1 || fail "mrail-bench with corrupt profiles failed"
+  grep -q "profile not used" "$tmp/out" || fail "corrupt profile not reported"
+  grep -q "model default\|model nominal" "$tmp/out" || fail "no fallback model"
+  echo "loopback: 2 profiles written, read back and used by the engine"
   exit 0
 fi
 

@@ -1,0 +1,84 @@
+/*
+ * Each rail's transfer-time model: the profile mrail-sample wrote for the
+ * rail's identity if there is one (docs/mrail-sample.md), else the
+ * driver's nominal figures. A bad profile is reported and ignored, never
+ * fatal. The rail's identity is computed exactly as mrail-sample names it.
+ */
+#include "libmrail/engine.h"
+#include "sampler/predict.h"
+#include "sampler/profile.h"
+#include "util/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void rail_identity(const struct rail *r, struct mrail_rail_identity *id)
+{
+	const struct rail_plan *p = &r->gate->plan[r->index];
+	const struct mrail_engine *e = r->engine;
+	char addr[64];
+
+	memset(id, 0, sizeof *id);
+	snprintf(id->driver, sizeof id->driver, "%s", r->stats.driver);
+	snprintf(id->local, sizeof id->local, "%s", p->local_if);
+	id->link_mbps = r->local->netif >= 0
+		? e->netifs[r->local->netif].speed_mbps : 0;
+	snprintf(addr, sizeof addr, "%s", r->stats.remote);
+	char *colon = strrchr(addr, ':');
+	if (colon)
+		*colon = '\0';
+	if (p->conn_type == 0)
+		snprintf(id->peer, sizeof id->peer, "%s@%s#%u", p->remote_if,
+			 addr, r->index);
+	else
+		snprintf(id->peer, sizeof id->peer, "%s@%s", p->remote_if, addr);
+}
+
+static int load_profile(struct mrail_engine *e, struct rail *r)
+{
+	struct mrail_profile *prof;
+	struct mrail_rail_identity id;
+	char dir[MRAIL_PROFILE_PATH_MAX], path[MRAIL_PROFILE_PATH_MAX], err[512];
+	struct mrail_rail_model *m;
+
+	if (e->cfg.profile_dir)
+		snprintf(dir, sizeof dir, "%s", e->cfg.profile_dir);
+	else if (mrail_profile_dir(dir, sizeof dir))
+		return MRAIL_ERR_NOT_FOUND;
+	rail_identity(r, &id);
+	if (mrail_profile_path(dir, &id, path, sizeof path))
+		return MRAIL_ERR_NOT_FOUND;
+	if (!(prof = malloc(sizeof *prof))) /* 24 KiB: not on the stack */
+		return MRAIL_ERR_NOMEM;
+	int rc = mrail_profile_load(path, prof, err, sizeof err);
+	if (rc == MRAIL_OK)
+		rc = mrail_model_from_profile(prof, &m);
+	free(prof);
+	if (rc == MRAIL_ERR_NOT_FOUND)
+		return rc;
+	if (rc != MRAIL_OK) {
+		mrail_warn("%s rail %u: profile not used (%s); nominal model",
+			   r->gate->name, r->index,
+			   rc == MRAIL_ERR_INVALID ? err : mrail_strerror(rc));
+		return rc;
+	}
+	r->bandwidth = mrail_model_bandwidth(m);
+	r->latency = mrail_model_latency(m);
+	r->threshold = mrail_model_threshold(m);
+	r->model_source = "profile";
+	mrail_model_free(m);
+	mrail_info("%s rail %u: model from %s", r->gate->name, r->index, path);
+	return MRAIL_OK;
+}
+
+void rail_load_model(struct mrail_engine *e, struct rail *r)
+{
+	r->model_source = r->local->caps.nominal_bandwidth > 0 ? "nominal"
+							       : "default";
+	r->threshold = 0;
+	if (load_profile(e, r) != MRAIL_OK)
+		mrail_debug("%s rail %u: %s model (%.0f MB/s, %.1f us)",
+			    r->gate->name, r->index, r->model_source,
+			    r->bandwidth / 1e6, r->latency * 1e6);
+}
