@@ -5,6 +5,7 @@
  * fatal. The rail's identity is computed exactly as mrail-sample names it.
  */
 #include "libmrail/engine.h"
+#include "sampler/identity.h"
 #include "sampler/predict.h"
 #include "sampler/profile.h"
 #include "util/log.h"
@@ -13,26 +14,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What mrail_rail_info() will say about the rail: the identity's source. */
 static void rail_identity(const struct rail *r, struct mrail_rail_identity *id)
 {
 	const struct rail_plan *p = &r->gate->plan[r->index];
-	const struct mrail_engine *e = r->engine;
-	char addr[64];
+	struct mrail_rail_info info;
 
-	memset(id, 0, sizeof *id);
-	snprintf(id->driver, sizeof id->driver, "%s", r->stats.driver);
-	snprintf(id->local, sizeof id->local, "%s", p->local_if);
-	id->link_mbps = r->local->netif >= 0
-		? e->netifs[r->local->netif].speed_mbps : 0;
-	snprintf(addr, sizeof addr, "%s", r->stats.remote);
-	char *colon = strrchr(addr, ':');
-	if (colon)
-		*colon = '\0';
-	if (p->conn_type == 0)
-		snprintf(id->peer, sizeof id->peer, "%s@%s#%u", p->remote_if,
-			 addr, r->index);
-	else
-		snprintf(id->peer, sizeof id->peer, "%s@%s", p->remote_if, addr);
+	memset(&info, 0, sizeof info);
+	snprintf(info.driver, sizeof info.driver, "%s", r->stats.driver);
+	snprintf(info.local_if, sizeof info.local_if, "%s", p->local_if);
+	snprintf(info.remote_if, sizeof info.remote_if, "%s", p->remote_if);
+	snprintf(info.remote_addr, sizeof info.remote_addr, "%s",
+		 r->stats.remote);
+	info.conn_type = p->conn_type;
+	info.speed_mbps = r->local->netif >= 0
+		? r->engine->netifs[r->local->netif].speed_mbps : 0;
+	mrail_rail_identity_of(&info, r->index, id);
 }
 
 static int load_profile(struct mrail_engine *e, struct rail *r)

@@ -10,6 +10,7 @@
  * engine paths. Both ranks write the profile of their side.
  */
 #include "sample_tool.h"
+#include "sampler/identity.h"
 #include "sampler/profile.h"
 #include "sampler/predict.h"
 
@@ -149,23 +150,7 @@ static void identity_of(mrail_engine_t *e, unsigned rail,
 	int rc = mrail_rail_info(e, 1 - mrail_rank(e), (int)rail, &info);
 	if (rc)
 		die("rail information", rc);
-	memset(id, 0, sizeof *id);
-	snprintf(id->driver, sizeof id->driver, "%s", info.driver);
-	snprintf(id->local, sizeof id->local, "%s", info.local_if);
-	id->link_mbps = info.speed_mbps;
-	/* The peer side: its interface and address (without the port). */
-	char addr[64];
-	snprintf(addr, sizeof addr, "%s", info.remote_addr);
-	char *colon = strrchr(addr, ':');
-	if (colon)
-		*colon = '\0';
-	/* Loopback rails share an interface: tell them apart by index. */
-	if (info.conn_type == 0)
-		snprintf(id->peer, sizeof id->peer, "%s@%s#%u", info.remote_if,
-			 addr, rail);
-	else
-		snprintf(id->peer, sizeof id->peer, "%s@%s", info.remote_if,
-			 addr);
+	mrail_rail_identity_of(&info, rail, id);
 }
 
 static double estimate_seconds(const struct sample_opts *o, unsigned n)
