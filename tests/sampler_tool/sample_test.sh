@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # mrail-sample end to end.
-#   sample_test.sh loopback MRAIL_RUN MRAIL_SAMPLE MRAIL_BENCH
+#   sample_test.sh loopback MRAIL_RUN MRAIL_SAMPLE MRAIL_BENCH MRAIL_PREDICT
 #       two loopback rails: one profile per rail, readable by --show, then
 #       loaded by the engine (mrail-bench shows each rail's model source);
 #       corrupt profiles are reported and replaced by the fallback model.
@@ -16,7 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; cat "$tmp/out" 2>/dev/null; exit 1; }
 
 if [ "$mode" = loopback ]; then
-  bench=$4
+  bench=$4 predict=$5
   MRAIL_TCP_LOOPBACK_RAILS=2 "$mrun" -n 2 "$sample" --out "$tmp/p" \
     --max-size 1M --seconds 0.02 >"$tmp/out" 2>&1 || fail "mrail-sample failed"
   n=$(ls "$tmp/p"/*.profile | wc -l)
@@ -32,6 +32,15 @@ if [ "$mode" = loopback ]; then
     >"$tmp/out" 2>&1 || fail "mrail-bench with the profiles failed"
   n=$(grep -c "model profile" "$tmp/out")
   [ "$n" -eq 2 ] || fail "$n rails use their profile, expected 2"
+  # The accuracy benchmark runs on them (its verdict is timing: not
+  # asserted here, only that it measured and compared every rail).
+  MRAIL_PROFILE_DIR="$tmp/p" MRAIL_TCP_LOOPBACK_RAILS=2 "$mrun" -n 2 \
+    "$predict" --sizes 4 --min-size 1024 --max-size 65536 --seconds 0.01 \
+    >"$tmp/out" 2>&1
+  rc=$?
+  [ $rc -le 1 ] || fail "mrail-predict exited $rc"
+  n=$(grep -c "median |error|" "$tmp/out")
+  [ "$n" -eq 2 ] || fail "mrail-predict compared $n rails, expected 2"
   # A corrupt profile is reported and the rail falls back, no crash.
   for f in "$tmp/p"/*.profile; do echo "garbage" >"$f"; done
   MRAIL_PROFILE_DIR="$tmp/p" MRAIL_TCP_LOOPBACK_RAILS=2 "$mrun" -n 2 \
