@@ -129,6 +129,9 @@ struct mrail_config {
 	                              be launched (mrail-run) */
 	double connect_timeout;    /* MRAIL_CONNECT_TIMEOUT: seconds (default 30) */
 	double finalize_timeout;   /* MRAIL_FINALIZE_TIMEOUT: seconds (default 5) */
+	int inband_sampling;       /* MRAIL_INBAND_SAMPLING: 0|1 (default 1):
+	                              rails without a profile are measured
+	                              briefly at wire-up (bootstrapped jobs) */
 	int has_job_key;           /* set when MRAIL_JOB_KEY (32 hex digits) was
 	                              given; every data connection must then prove
 	                              it knows the key */

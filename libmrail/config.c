@@ -17,6 +17,7 @@ static const char *const known_vars[] = {
 	"MRAIL_EAGER_MAX", "MRAIL_PROGRESS_THREAD", "MRAIL_BOOTSTRAP",
 	"MRAIL_CONNECT_TIMEOUT", "MRAIL_FINALIZE_TIMEOUT", "MRAIL_JOB_KEY",
 	"MRAIL_TCP_SOCKBUF", /* drivers/tcp */
+	"MRAIL_INBAND_SAMPLING",
 	/* set by mrail-run for the bootstrap */
 	"MRAIL_RANK", "MRAIL_SIZE", "MRAIL_LOCAL_RANK", "MRAIL_LOCAL_SIZE",
 	"MRAIL_KVS_ADDR", "MRAIL_BOOTSTRAP_TIMEOUT", "MRAIL_JOB_ID",
@@ -129,6 +130,7 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	c->bootstrap = -1;
 	c->connect_timeout = 30;
 	c->finalize_timeout = 5;
+	c->inband_sampling = 1;
 
 	/* The log level first, so the other messages obey it. */
 	const char *lvl = getenv("MRAIL_LOG_LEVEL");
@@ -154,7 +156,8 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	if ((rc = env_u64("MRAIL_EAGER_MAX", 0, MRAIL_EAGER_MAX_LIMIT, &v)))
 		return rc;
 	c->eager_max = (size_t)v;
-	if ((rc = env_bool("MRAIL_PROGRESS_THREAD", &c->progress_thread)))
+	if ((rc = env_bool("MRAIL_PROGRESS_THREAD", &c->progress_thread)) ||
+	    (rc = env_bool("MRAIL_INBAND_SAMPLING", &c->inband_sampling)))
 		return rc;
 	const char *bs = getenv("MRAIL_BOOTSTRAP");
 	if (bs) {

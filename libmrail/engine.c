@@ -213,6 +213,7 @@ static int bootstrap_wireup(struct mrail_engine *e,
 		mrail_error("wire-up failed: not every peer could be reached");
 		return MRAIL_ERR_PEER;
 	}
+	inband_sample(e);
 	/* Creation is collective: return only when every rank is connected,
 	 * so that a rank that creates and at once destroys an engine cannot
 	 * close it under a peer still wiring up. */

@@ -305,8 +305,9 @@ void handshake_expire(struct mrail_engine *e);
 void rail_up(struct mrail_engine *e, struct rail *r);
 void rail_update_names(struct rail *r);
 
-/* model.c */
+/* model.c, inband.c */
 void rail_load_model(struct mrail_engine *e, struct rail *r);
+void inband_sample(struct mrail_engine *e);
 
 /* rail.c */
 struct rail *rail_new(struct mrail_engine *e, struct local_rail *l);

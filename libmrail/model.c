@@ -55,7 +55,7 @@ static int load_profile(struct mrail_engine *e, struct rail *r)
 	if (rc == MRAIL_ERR_NOT_FOUND)
 		return rc;
 	if (rc != MRAIL_OK) {
-		mrail_warn("%s rail %u: profile not used (%s); nominal model",
+		mrail_warn("%s rail %u: profile not used (%s); in-band or nominal model",
 			   r->gate->name, r->index,
 			   rc == MRAIL_ERR_INVALID ? err : mrail_strerror(rc));
 		return rc;

@@ -28,6 +28,7 @@ static const struct { const char *var, *value; } bad[] = {
 	{"MRAIL_RAILS", "no-such-interface0"},
 	{"MRAIL_RAILS", ","},
 	{"MRAIL_BOOTSTRAP", "sometimes"},
+	{"MRAIL_INBAND_SAMPLING", "often"},
 	{"MRAIL_TCP_SOCKBUF", "huge"},
 };
 

@@ -47,7 +47,8 @@ if [ "$mode" = loopback ]; then
     "$bench" --mode lat --max-size 8 --iters 10 --warmup 2 --no-raw \
     >"$tmp/out" 2>&1 || fail "mrail-bench with corrupt profiles failed"
   grep -q "profile not used" "$tmp/out" || fail "corrupt profile not reported"
-  grep -q "model default\|model nominal" "$tmp/out" || fail "no fallback model"
+  grep -q "model in-band\|model default\|model nominal" "$tmp/out" ||
+    fail "no fallback model"
   echo "loopback: 2 profiles written, read back and used by the engine"
   exit 0
 fi

@@ -1,0 +1,186 @@
+/*
+ * In-band sampling at wire-up: rails with no profile get a quick model
+ * from a few ping-pongs with one partner (rank r with rank r^1), each rail
+ * alone (the pin strategy), over the real engine path, while no user
+ * message can exist yet (engine creation is collective and ends with a
+ * fence). Bounded: four sizes up to 256 KiB, 5 to 9 repetitions each —
+ * tens of milliseconds per rail. The model then serves every rail of this
+ * process on the same local interface. MRAIL_INBAND_SAMPLING=0 disables
+ * it (rails keep their nominal model).
+ */
+#include "libmrail/engine.h"
+#include "sampler/predict.h"
+#include "sampler/profile.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INBAND_TAG 0xFFFFFFFFFFFF5A4DULL /* never seen by the application */
+
+static const uint64_t inband_sizes[] = {8, 4096, 65536, 262144};
+#define NSIZES (sizeof inband_sizes / sizeof *inband_sizes)
+
+static int wait_done(struct mrail_engine *e, struct mrail_request *r)
+{
+	while (r->phase != REQ_DONE)
+		engine_progress(e);
+	int rc = r->status.error;
+	request_free(e, r);
+	return rc;
+}
+
+static int xfer(struct mrail_engine *e, struct gate *g, int send, void *buf,
+		size_t len)
+{
+	struct mrail_request *r = request_new(e, send ? REQ_SEND : REQ_RECV,
+					      NULL, 0, buf, len);
+	if (!r)
+		return MRAIL_ERR_NOMEM;
+	r->tag = INBAND_TAG;
+	r->mask = MRAIL_TAG_MASK_ALL;
+	r->peer = g->id;
+	if (send) {
+		r->gate = g;
+		send_post(e, g, r);
+	} else {
+		recv_post(e, r);
+	}
+	return wait_done(e, r);
+}
+
+/* Median one-way time of `reps` ping-pongs of len bytes. */
+static int pingpong(struct mrail_engine *e, struct gate *g, int first,
+		    void *buf, size_t len, unsigned reps, double *oneway)
+{
+	double t[16];
+	int rc = MRAIL_OK;
+	for (unsigned i = 0; i < reps + 1 && rc == MRAIL_OK; i++) {
+		double t0 = mrail_now();
+		rc = xfer(e, g, first, buf, len);
+		if (rc == MRAIL_OK)
+			rc = xfer(e, g, !first, buf, len);
+		if (i > 0) /* the first is a warm-up */
+			t[i - 1] = (mrail_now() - t0) / 2;
+	}
+	if (rc != MRAIL_OK)
+		return rc;
+	for (unsigned i = 1; i < reps; i++) /* insertion sort, reps <= 16 */
+		for (unsigned j = i; j > 0 && t[j] < t[j - 1]; j--) {
+			double x = t[j];
+			t[j] = t[j - 1];
+			t[j - 1] = x;
+		}
+	*oneway = t[reps / 2];
+	return MRAIL_OK;
+}
+
+/* Measure rail `rail` of gate g; fills a profile of the path in use. */
+static int sample_rail(struct mrail_engine *e, struct gate *g, unsigned rail,
+		       struct mrail_profile *p, void *buf)
+{
+	const struct mrail_strategy_ops *saved = e->strategy;
+	void *saved_state = e->strategy_state;
+	const struct mrail_strategy_ops *pin = mrail_strategy_find("pin");
+	char arg[16];
+	void *state;
+	int rc;
+
+	snprintf(arg, sizeof arg, "rail=%u", rail);
+	if (!pin || (rc = pin->init(arg, &state)))
+		return MRAIL_ERR_NOT_FOUND;
+	e->strategy = pin;
+	e->strategy_state = state;
+	memset(p, 0, sizeof *p);
+	snprintf(p->id.driver, sizeof p->id.driver, "%s",
+		 g->rails[rail]->stats.driver);
+	snprintf(p->id.local, sizeof p->id.local, "%s", g->plan[rail].local_if);
+	snprintf(p->id.peer, sizeof p->id.peer, "%s", g->plan[rail].remote_if);
+	snprintf(p->tool, sizeof p->tool, "libmrail in-band");
+	snprintf(p->statistic, sizeof p->statistic, "median of 5 to 9");
+	mrail_profile_set_now(p);
+	rc = MRAIL_OK;
+	for (unsigned i = 0; i < NSIZES && rc == MRAIL_OK; i++) {
+		double t = NAN;
+		/* Fewer repetitions as sizes grow: a fixed count, the same
+		 * on both sides, keeps the partners in step. */
+		unsigned reps = i < 2 ? 9 : 5;
+		rc = pingpong(e, g, e->rank < g->id, buf, inband_sizes[i], reps,
+			      &t);
+		p->samples[i].size = inband_sizes[i];
+		p->samples[i].eager = inband_sizes[i] <= g->eager_max ? t : NAN;
+		p->samples[i].rdv = inband_sizes[i] <= g->eager_max ? NAN : t;
+	}
+	p->nsamples = NSIZES;
+	pin->fini(state);
+	e->strategy = saved;
+	e->strategy_state = saved_state;
+	return rc;
+}
+
+static void apply(struct mrail_engine *e, const char *local_if,
+		  const struct mrail_rail_model *m)
+{
+	for (uint32_t k = 0; k < e->ngates; k++) {
+		struct gate *o = e->gates[k];
+		for (unsigned j = 0; j < o->nrails; j++) {
+			struct rail *x = o->rails[j];
+			if (!x || !o->plan || strcmp(o->plan[j].local_if, local_if) ||
+			    !strcmp(x->model_source, "profile"))
+				continue;
+			x->bandwidth = mrail_model_bandwidth(m);
+			x->latency = mrail_model_latency(m);
+			x->model_source = "in-band";
+		}
+	}
+}
+
+void inband_sample(struct mrail_engine *e)
+{
+	uint32_t partner = e->rank ^ 1;
+	struct gate *g = partner < e->size ? e->gates[partner] : NULL;
+	double t0 = mrail_now();
+
+	if (!e->cfg.inband_sampling || !g || g->state != GATE_UP)
+		return;
+	/* Sample if either side lacks a profile for one of its rails; both
+	 * must decide alike, so they tell each other. */
+	uint8_t need = 0, other = 0;
+	for (unsigned i = 0; i < g->nrails; i++)
+		if (g->rails[i] && strcmp(g->rails[i]->model_source, "profile"))
+			need = 1;
+	int first = e->rank < g->id;
+	if (xfer(e, g, first, first ? &need : &other, 1) ||
+	    xfer(e, g, !first, first ? &other : &need, 1))
+		return;
+	if (!need && !other)
+		return;
+	struct mrail_profile *p = malloc(sizeof *p);
+	void *buf = calloc(1, inband_sizes[NSIZES - 1]);
+	for (unsigned i = 0; p && buf && i < g->nrails; i++) {
+		struct rail *r = g->rails[i];
+		struct mrail_rail_model *m;
+		/* Both partners decide alike: skip only what both have. */
+		if (!r || r->state != RAIL_UP)
+			break;
+		int rc = sample_rail(e, g, i, p, buf);
+		if (rc == MRAIL_OK)
+			rc = mrail_model_from_profile(p, &m);
+		if (rc != MRAIL_OK) {
+			mrail_warn("in-band sampling of rail %u failed: %s", i,
+				   mrail_strerror(rc));
+			break;
+		}
+		apply(e, g->plan[i].local_if, m);
+		mrail_info("%s rail %u (%s): in-band model %.1f us, %.0f MB/s",
+			   g->name, i, g->plan[i].local_if,
+			   1e6 * mrail_model_latency(m),
+			   mrail_model_bandwidth(m) / 1e6);
+		mrail_model_free(m);
+	}
+	free(p);
+	free(buf);
+	mrail_debug("in-band sampling took %.0f ms", 1e3 * (mrail_now() - t0));
+}
