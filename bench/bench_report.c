@@ -13,9 +13,12 @@ void bench_report_open(struct bench_report *r, const struct bench_opts *o,
 {
 	memset(r, 0, sizeof *r);
 	r->opts = o;
+	char eager[32] = "auto (profiles, else 32768 B)";
+	if (s->eager_max != MRAIL_EAGER_MAX_AUTO)
+		snprintf(eager, sizeof eager, "%zu B", s->eager_max);
 	printf("# mrail-bench: %u ranks, rank 0 <-> rank %u, %d rail(s), "
-	       "strategy %s, eager_max %zu B\n", s->size, s->peer, s->rails,
-	       s->strategy, s->eager_max);
+	       "strategy %s, eager_max %s\n", s->size, s->peer, s->rails,
+	       s->strategy, eager);
 	printf("# polling: busy — engine spins on mrail_test() (progress thread "
 	       "%s), raw TCP spins on non-blocking send/recv(MSG_DONTWAIT)\n",
 	       s->progress_thread ? "ON" : "off");

@@ -86,6 +86,7 @@ MRAIL_API const char *mrail_strerror(int err);
 /* ---- configuration ---------------------------------------------------- */
 #define MRAIL_CONFIG_VERSION 1
 #define MRAIL_JOB_KEY_BYTES 16
+#define MRAIL_EAGER_MAX_AUTO ((size_t)-1)
 
 enum mrail_log_level {
 	MRAIL_LOG_ERROR = 0,
@@ -122,7 +123,10 @@ struct mrail_config {
 	                              or 0..4, default warn */
 	const char *profile_dir;   /* MRAIL_PROFILE_DIR: rail profiles (sampler) */
 	size_t eager_max;          /* MRAIL_EAGER_MAX: bytes; larger messages use
-	                              rendezvous (default 32768, max 1 MiB) */
+	                              rendezvous (max 1 MiB). Default
+	                              MRAIL_EAGER_MAX_AUTO: each rail's profile
+	                              decides (its derived threshold), else
+	                              32768 */
 	int progress_thread;       /* MRAIL_PROGRESS_THREAD: 0|1 */
 	int bootstrap;             /* MRAIL_BOOTSTRAP: auto (-1), 0 = standalone
 	                              (peers added with mrail_peer_add), 1 = must

@@ -126,7 +126,7 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	c->tcp_loopback_rails = 1;
 	c->strategy = "single";
 	c->log_level = MRAIL_LOG_WARN;
-	c->eager_max = 32768;
+	c->eager_max = MRAIL_EAGER_MAX_AUTO;
 	c->bootstrap = -1;
 	c->connect_timeout = 30;
 	c->finalize_timeout = 5;
@@ -152,10 +152,12 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	if ((rc = env_u64("MRAIL_TCP_LOOPBACK_RAILS", 1, MRAIL_MAX_RAILS, &v)))
 		return rc;
 	c->tcp_loopback_rails = (unsigned)v;
-	v = c->eager_max;
-	if ((rc = env_u64("MRAIL_EAGER_MAX", 0, MRAIL_EAGER_MAX_LIMIT, &v)))
-		return rc;
-	c->eager_max = (size_t)v;
+	if (getenv("MRAIL_EAGER_MAX")) {
+		if ((rc = env_u64("MRAIL_EAGER_MAX", 0, MRAIL_EAGER_MAX_LIMIT,
+				  &v)))
+			return rc;
+		c->eager_max = (size_t)v;
+	}
 	if ((rc = env_bool("MRAIL_PROGRESS_THREAD", &c->progress_thread)) ||
 	    (rc = env_bool("MRAIL_INBAND_SAMPLING", &c->inband_sampling)))
 		return rc;

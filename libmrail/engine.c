@@ -245,6 +245,10 @@ static int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 		mrail_error("mrail_config: drivers and strategy must be set");
 		return MRAIL_ERR_CONFIG;
 	}
+	if (e->cfg.eager_max == MRAIL_EAGER_MAX_AUTO) {
+		e->eager_auto = 1;
+		e->cfg.eager_max = MRAIL_EAGER_MAX_DEFAULT;
+	}
 	if (e->cfg.eager_max > MRAIL_EAGER_MAX_LIMIT) {
 		mrail_error("invalid eager_max=%zu (MRAIL_EAGER_MAX): at most %u",
 			    e->cfg.eager_max, MRAIL_EAGER_MAX_LIMIT);

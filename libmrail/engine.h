@@ -34,6 +34,7 @@
 
 #define MRAIL_IOV_MAX 1024
 #define MRAIL_EAGER_MAX_LIMIT (1u << 20)
+#define MRAIL_EAGER_MAX_DEFAULT 32768
 
 /* ---- requests --------------------------------------------------------- */
 enum req_kind { REQ_SEND = 1, REQ_RECV = 2 };
@@ -196,6 +197,7 @@ struct mrail_engine {
 	int bootstrapped;
 
 	uint64_t host_id;              /* same host <=> same id (netns too) */
+	int eager_auto;                /* profiles may set the threshold */
 	unsigned nlocal;               /* endpoints: loopback ones first */
 	struct local_rail local[MRAIL_MAX_RAILS];
 	unsigned nnetif;               /* interfaces for other hosts */

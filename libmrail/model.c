@@ -64,6 +64,13 @@ static int load_profile(struct mrail_engine *e, struct rail *r)
 	r->latency = mrail_model_latency(m);
 	r->threshold = mrail_model_threshold(m);
 	r->model_source = "profile";
+	/* The profile knows where rendezvous starts paying, unless the user
+	 * chose; bounded by what one packet carries. */
+	if (e->eager_auto && r->threshold > 0) {
+		size_t fit = e->packet_cap - sizeof(struct mrail_wire_pkt_hdr) -
+			     sizeof(struct mrail_wire_eager) - 8;
+		r->eager_max = r->threshold - 1 < fit ? r->threshold - 1 : fit;
+	}
 	mrail_model_free(m);
 	mrail_info("%s rail %u: model from %s", r->gate->name, r->index, path);
 	return MRAIL_OK;
