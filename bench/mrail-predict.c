@@ -91,7 +91,7 @@ static struct mrail_rail_model *model_of(mrail_engine_t *e, unsigned rail)
 
 int main(int argc, char **argv)
 {
-	struct sample_opts o = {1024, 32u << 20, 0.25, 200, NULL, NULL, 1};
+	struct sample_opts o = {1024, 32u << 20, 0.25, 200, NULL, NULL, 1, 0, 0};
 	unsigned nsizes = 40;
 	uint64_t seed = 42;
 	static const struct option opts[] = {

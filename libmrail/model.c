@@ -78,11 +78,20 @@ static int load_profile(struct mrail_engine *e, struct rail *r)
 
 void rail_load_model(struct mrail_engine *e, struct rail *r)
 {
+	uint64_t mbps = r->local->netif >= 0
+		? e->netifs[r->local->netif].speed_mbps : 0;
+
+	/* Until a profile or in-band samples say better: the link speed
+	 * sysfs reports, else the driver's figure (rail_new). */
 	r->model_source = r->local->caps.nominal_bandwidth > 0 ? "nominal"
 							       : "default";
+	if (mbps > 0) {
+		r->bandwidth = (double)mbps * 1e6 / 8;
+		r->model_source = "nominal";
+	}
 	r->threshold = 0;
 	if (load_profile(e, r) != MRAIL_OK)
-		mrail_debug("%s rail %u: %s model (%.0f MB/s, %.1f us)",
-			    r->gate->name, r->index, r->model_source,
-			    r->bandwidth / 1e6, r->latency * 1e6);
+		mrail_info("%s rail %u: %s model (%.0f MB/s, %.1f us)",
+			   r->gate->name, r->index, r->model_source,
+			   r->bandwidth / 1e6, r->latency * 1e6);
 }

@@ -10,9 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <time.h>
 
-static double now(void)
+double sample_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -40,7 +41,7 @@ static int pingpong_once(mrail_engine_t *e, uint32_t me, void *buf,
 {
 	mrail_request_t *r;
 	uint32_t peer = 1 - me;
-	double t0 = now();
+	double t0 = sample_now();
 	int rc;
 	if (me == 0) {
 		if ((rc = mrail_isend(e, peer, buf, len, 1, &r)) ||
@@ -55,7 +56,7 @@ static int pingpong_once(mrail_engine_t *e, uint32_t me, void *buf,
 		    (rc = wait_req(e, r)))
 			return rc;
 	}
-	*rtt = now() - t0;
+	*rtt = sample_now() - t0;
 	return MRAIL_OK;
 }
 
@@ -85,15 +86,20 @@ unsigned sample_reps(const struct sample_opts *o, uint64_t size,
 	/* A median needs a few; large transfers are stable anyway. */
 	if (n < 3)
 		n = 3;
+	/* The rail's time budget is a bound: near its end, fewer. */
+	if (o->budget > 0 && n * per > o->left)
+		n = o->left / per > 1 ? floor(o->left / per) : 1;
 	(void)size;
 	return (unsigned)n;
 }
 
-int sample_size(mrail_engine_t *e, uint32_t me, const struct sample_opts *o,
+int sample_size(mrail_engine_t *e, uint32_t me, struct sample_opts *o,
 		void *buf, uint64_t size, double est_oneway, double *median)
 {
 	unsigned reps = sample_reps(o, size, est_oneway);
-	unsigned warm = est_oneway > 0.05 ? 1 : reps / 10 + 2;
+	unsigned warm = reps / 10 + 2;
+	if (est_oneway > 0.05 || reps < 3) /* slow or out of budget */
+		warm = o->budget > 0 && o->left <= 0 ? 0 : 1;
 	double *t = malloc(sizeof *t * reps);
 	int rc = MRAIL_OK;
 	if (!t)
@@ -109,6 +115,9 @@ int sample_size(mrail_engine_t *e, uint32_t me, const struct sample_opts *o,
 		*median = (reps % 2 ? t[reps / 2]
 				    : 0.5 * (t[reps / 2 - 1] + t[reps / 2])) / 2;
 		rc = agree(e, me, median);
+		/* Charge the budget with the agreed figure (not the local
+		 * clock), so both ranks count alike. */
+		o->left -= 2 * *median * (reps + warm);
 	}
 	free(t);
 	return rc;

@@ -14,11 +14,16 @@ struct sample_opts {
 	const char *rails;       /* "0,2" or NULL = all */
 	const char *out_dir;     /* NULL: the profile directory */
 	int quiet;
+	double budget;           /* seconds per rail, both protocols */
+	double left;             /* of the curve being measured: counted from
+	                            the agreed medians, so both ranks agree */
 };
+
+double sample_now(void);
 
 unsigned sample_reps(const struct sample_opts *o, uint64_t size,
 		     double est_oneway);
-int sample_size(mrail_engine_t *e, uint32_t me, const struct sample_opts *o,
+int sample_size(mrail_engine_t *e, uint32_t me, struct sample_opts *o,
 		void *buf, uint64_t size, double est_oneway, double *median);
 
 int sample_plot(const struct mrail_profile *p, const char *png);
