@@ -33,10 +33,11 @@ int sample_plot(const struct mrail_profile *p, const char *png)
 		return 1;
 	}
 	fprintf(g,
-		"set terminal pngcairo size 1000,420\n"
+		"set terminal pngcairo noenhanced size 1000,420\n"
 		"set output '%s'\n"
 		"set multiplot layout 1,2 title '%s %s -> %s'\n"
 		"set logscale xy\nset xlabel 'size (bytes)'\nset grid\n"
+		"set format x '%%.0s%%cB'\n"
 		"set ylabel 'one-way time (us)'\n"
 		"plot '%s' u 1:($2*1e6) w lp t 'eager', '' u 1:($3*1e6) w lp t 'rendezvous'\n"
 		"unset logscale y\nset ylabel 'bandwidth (MB/s)'\n"

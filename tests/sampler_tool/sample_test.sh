@@ -26,6 +26,10 @@ if [ "$mode" = loopback ]; then
     grep -q "^ *1048576 " "$tmp/show" || fail "--show lacks the 1 MiB row"
   done
   grep -q "threshold" "$tmp/out" || fail "no summary table"
+  if command -v gnuplot >/dev/null; then # optional: gnuplot-nox
+    "$sample" --show "$f" --plot "$tmp/plot.png" >/dev/null || fail "--plot"
+    head -c 4 "$tmp/plot.png" | grep -q PNG || fail "--plot wrote no PNG"
+  fi
   # The engine finds them again: its rails' models come from the profiles.
   MRAIL_PROFILE_DIR="$tmp/p" MRAIL_TCP_LOOPBACK_RAILS=2 "$mrun" -n 2 \
     "$bench" --mode lat --max-size 8 --iters 10 --warmup 2 --no-raw \
