@@ -145,6 +145,25 @@ static void measure_curve(struct sample_opts *o, unsigned rail,
 		die("engine close", rc);
 }
 
+/* Is rail r in the --rails list ("0,2")? Every rail without a list. */
+static int wanted(const struct sample_opts *o, int r)
+{
+	if (!o->rails)
+		return 1;
+	for (const char *p = o->rails; *p;) {
+		char *end;
+		long v = strtol(p, &end, 10);
+		if (end == p) { /* a comma */
+			p++;
+			continue;
+		}
+		if (v == r)
+			return 1;
+		p = end;
+	}
+	return 0;
+}
+
 static void identity_of(mrail_engine_t *e, unsigned rail,
 			struct mrail_rail_identity *id)
 {
@@ -206,9 +225,7 @@ static int run_sampling(struct sample_opts *o)
 		       (unsigned long long)o->max_size, o->budget,
 		       o->seconds_per_size);
 	for (int r = 0; r < nrails; r++) {
-		char want[8];
-		snprintf(want, sizeof want, "%d", r);
-		if (o->rails && !strstr(o->rails, want))
+		if (!wanted(o, r))
 			continue;
 		struct mrail_profile *p = &profiles[r];
 		p->nsamples = n;
@@ -232,12 +249,9 @@ static int run_sampling(struct sample_opts *o)
 	if (me == 0) {
 		printf("\n  %-4s %-6s %-8s %10s %12s %12s\n", "rail", "driver",
 		       "local", "lat (us)", "bw (MB/s)", "threshold");
-		for (int r = 0; r < nrails; r++) {
-			char want[8];
-			snprintf(want, sizeof want, "%d", r);
-			if (!o->rails || strstr(o->rails, want))
+		for (int r = 0; r < nrails; r++)
+			if (wanted(o, r))
 				summary_line(&profiles[r], (unsigned)r);
-		}
 	}
 	free(buf);
 	return 0;
@@ -317,7 +331,15 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
-		case 'r': o.rails = optarg; break;
+		case 'r':
+			o.rails = optarg;
+			if (strspn(optarg, "0123456789,") != strlen(optarg) ||
+			    !*optarg) {
+				fprintf(stderr, "mrail-sample: --rails '%s': "
+					"expected rail numbers like 0,2\n", optarg);
+				return 2;
+			}
+			break;
 		case 'm': o.min_size = parse_size("--min-size", optarg); break;
 		case 'M': o.max_size = parse_size("--max-size", optarg); break;
 		case 's':
