@@ -24,8 +24,7 @@
 
 static void die(const char *what, int rc)
 {
-	fprintf(stderr, "mrail-predict: %s: %s\n", what, mrail_strerror(rc));
-	exit(1);
+	sample_die("mrail-predict", what, rc);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -44,22 +43,7 @@ static uint64_t next_rand(uint64_t *s)
 
 static mrail_engine_t *engine_for(unsigned rail, size_t eager_max)
 {
-	struct mrail_config cfg;
-	char strategy[32];
-	mrail_engine_t *e;
-	int rc = mrail_config_init(&cfg);
-	if (rc)
-		die("configuration", rc);
-	snprintf(strategy, sizeof strategy, "pin:rail=%u", rail);
-	cfg.strategy = strategy;
-	cfg.eager_max = eager_max;
-	if ((rc = mrail_engine_create(&cfg, &e)))
-		die("engine", rc);
-	if (mrail_size(e) != 2) {
-		fprintf(stderr, "mrail-predict: needs exactly 2 processes\n");
-		exit(2);
-	}
-	return e;
+	return sample_engine("mrail-predict", rail, eager_max);
 }
 
 /* The rail's model from its profile, or NULL (reason printed). */

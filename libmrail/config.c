@@ -1,6 +1,7 @@
 /* Configuration defaults and the MRAIL_* environment variables. */
 #include "libmrail/engine.h"
 #include "util/log.h"
+#include "util/size.h"
 
 #include <errno.h>
 #include <math.h>
@@ -32,22 +33,14 @@ static int bad(const char *var, const char *val, const char *expect)
 static int env_u64(const char *var, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	const char *s = getenv(var);
-	char *end;
+	uint64_t v;
 	if (!s)
 		return MRAIL_OK;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	/* Accept k/m/g suffixes for sizes (powers of 1024). */
-	if (end != s && (*end == 'k' || *end == 'K'))
-		v <<= 10, end++;
-	else if (end != s && (*end == 'm' || *end == 'M'))
-		v <<= 20, end++;
-	else if (end != s && (*end == 'g' || *end == 'G'))
-		v <<= 30, end++;
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+	if (mrail_parse_size(s, &v) || v < lo || v > hi) {
 		char expect[96];
-		snprintf(expect, sizeof expect, "an integer in [%llu, %llu]",
-			 (unsigned long long)lo, (unsigned long long)hi);
+		snprintf(expect, sizeof expect, "an integer in [%llu, %llu] "
+			 "(k/m/g suffixes allowed)", (unsigned long long)lo,
+			 (unsigned long long)hi);
 		return bad(var, s, expect);
 	}
 	*out = v;

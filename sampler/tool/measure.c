@@ -122,3 +122,31 @@ int sample_size(mrail_engine_t *e, uint32_t me, struct sample_opts *o,
 	free(t);
 	return rc;
 }
+
+void sample_die(const char *tool, const char *what, int rc)
+{
+	fprintf(stderr, "%s: %s: %s\n", tool, what, mrail_strerror(rc));
+	exit(1);
+}
+
+mrail_engine_t *sample_engine(const char *tool, unsigned rail,
+			      size_t eager_max)
+{
+	struct mrail_config cfg;
+	char strategy[32];
+	mrail_engine_t *e;
+	int rc = mrail_config_init(&cfg);
+	if (rc)
+		sample_die(tool, "configuration", rc);
+	snprintf(strategy, sizeof strategy, "pin:rail=%u", rail);
+	cfg.strategy = strategy;
+	cfg.eager_max = eager_max;
+	if ((rc = mrail_engine_create(&cfg, &e)))
+		sample_die(tool, "engine", rc);
+	if (mrail_size(e) != 2) {
+		fprintf(stderr, "%s: needs exactly 2 processes (mrail-run -n 2 "
+			"%s), got %u\n", tool, tool, mrail_size(e));
+		exit(2);
+	}
+	return e;
+}

@@ -13,6 +13,7 @@
 #include "sampler/identity.h"
 #include "sampler/profile.h"
 #include "sampler/predict.h"
+#include "util/size.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -26,21 +27,13 @@
 
 static void die(const char *what, int rc)
 {
-	fprintf(stderr, "mrail-sample: %s: %s\n", what, mrail_strerror(rc));
-	exit(1);
+	sample_die("mrail-sample", what, rc);
 }
 
 static uint64_t parse_size(const char *opt, const char *s)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (end != s && (*end == 'k' || *end == 'K'))
-		v <<= 10, end++;
-	else if (end != s && (*end == 'm' || *end == 'M'))
-		v <<= 20, end++;
-	else if (end != s && (*end == 'g' || *end == 'G'))
-		v <<= 30, end++;
-	if (end == s || *end || s[0] == '-' || v == 0 || v > (1ULL << 36)) {
+	uint64_t v;
+	if (mrail_parse_size(s, &v) || v == 0 || v > (1ULL << 36)) {
 		fprintf(stderr, "mrail-sample: %s '%s': expected a size such "
 			"as 4096, 64K or 64M\n", opt, s);
 		exit(2);
@@ -95,23 +88,7 @@ static void progress(const struct sample_opts *o, unsigned rail,
 /* An engine whose traffic to the peer takes one rail, one protocol. */
 static mrail_engine_t *engine_for(unsigned rail, size_t eager_max)
 {
-	struct mrail_config cfg;
-	char strategy[32];
-	mrail_engine_t *e;
-	int rc = mrail_config_init(&cfg);
-	if (rc)
-		die("configuration", rc);
-	snprintf(strategy, sizeof strategy, "pin:rail=%u", rail);
-	cfg.strategy = strategy;
-	cfg.eager_max = eager_max;
-	if ((rc = mrail_engine_create(&cfg, &e)))
-		die("engine", rc);
-	if (mrail_size(e) != 2) {
-		fprintf(stderr, "mrail-sample: needs exactly 2 processes "
-			"(mrail-run -n 2 mrail-sample), got %u\n", mrail_size(e));
-		exit(2);
-	}
-	return e;
+	return sample_engine("mrail-sample", rail, eager_max);
 }
 
 static void measure_curve(struct sample_opts *o, unsigned rail,

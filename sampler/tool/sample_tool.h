@@ -20,6 +20,12 @@ struct sample_opts {
 };
 
 double sample_now(void);
+/* Print "tool: what: error" and exit 1. */
+void sample_die(const char *tool, const char *what, int rc);
+/* A bootstrapped 2-rank engine whose traffic takes only `rail`, eager up
+ * to eager_max bytes (exits with a message on failure). */
+mrail_engine_t *sample_engine(const char *tool, unsigned rail,
+			      size_t eager_max);
 
 unsigned sample_reps(const struct sample_opts *o, uint64_t size,
 		     double est_oneway);
