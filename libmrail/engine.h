@@ -108,7 +108,8 @@ struct rail {
 	size_t eager_max;
 	double bandwidth, latency; /* the model strategies see */
 	uint64_t threshold;       /* profile's rendezvous threshold, 0: none */
-	const char *model_source; /* "profile", "nominal" or "default" */
+	const char *model_source; /* "profile", "in-band", "nominal", "default" */
+	struct mrail_rail_model *model; /* predictions strategies use */
 	struct mrail_list posted; /* send_ops not completed */
 	uint64_t rx_len;          /* body being received (one at a time) */
 	int bye_in, bye_out;      /* BYE received / sent on this rail */
@@ -308,7 +309,11 @@ void rail_up(struct mrail_engine *e, struct rail *r);
 void rail_update_names(struct rail *r);
 
 /* model.c, inband.c */
+struct mrail_rail_model;
 void rail_load_model(struct mrail_engine *e, struct rail *r);
+/* Replace r's model (takes ownership; NULL: nominal from its figures). */
+void rail_set_model(struct rail *r, struct mrail_rail_model *m,
+		    const char *source);
 void inband_sample(struct mrail_engine *e);
 
 /* rail.c */

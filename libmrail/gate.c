@@ -1,5 +1,6 @@
 /* Gates: one per peer, with its rails, send queue and receive order. */
 #include "libmrail/engine.h"
+#include "sampler/predict.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -180,6 +181,7 @@ void gate_free(struct mrail_engine *e, struct gate *g)
 		if (!g->rails[i])
 			continue;
 		rail_close(e, g->rails[i]);
+		mrail_model_free(g->rails[i]->model);
 		free(g->rails[i]);
 	}
 	mrail_list_foreach_safe(pos, tmp, &g->ooo) {

@@ -130,9 +130,15 @@ static void apply(struct mrail_engine *e, const char *local_if,
 			if (!x || !o->plan || strcmp(o->plan[j].local_if, local_if) ||
 			    !strcmp(x->model_source, "profile"))
 				continue;
+			struct mrail_rail_model *copy;
+			/* Each rail owns its model: a nominal one with the
+			 * measured figures is enough to share. */
 			x->bandwidth = mrail_model_bandwidth(m);
 			x->latency = mrail_model_latency(m);
-			x->model_source = "in-band";
+			if (mrail_model_from_nominal(x->bandwidth, x->latency,
+						     &copy))
+				copy = NULL;
+			rail_set_model(x, copy, "in-band");
 		}
 	}
 }

@@ -60,10 +60,8 @@ static int load_profile(struct mrail_engine *e, struct rail *r)
 			   rc == MRAIL_ERR_INVALID ? err : mrail_strerror(rc));
 		return rc;
 	}
-	r->bandwidth = mrail_model_bandwidth(m);
-	r->latency = mrail_model_latency(m);
 	r->threshold = mrail_model_threshold(m);
-	r->model_source = "profile";
+	rail_set_model(r, m, "profile");
 	/* The profile knows where rendezvous starts paying, unless the user
 	 * chose; bounded by what one packet carries. */
 	if (e->eager_auto && r->threshold > 0) {
@@ -71,7 +69,6 @@ static int load_profile(struct mrail_engine *e, struct rail *r)
 			     sizeof(struct mrail_wire_eager) - 8;
 		r->eager_max = r->threshold - 1 < fit ? r->threshold - 1 : fit;
 	}
-	mrail_model_free(m);
 	mrail_info("%s rail %u: model from %s", r->gate->name, r->index, path);
 	return MRAIL_OK;
 }
@@ -90,8 +87,23 @@ void rail_load_model(struct mrail_engine *e, struct rail *r)
 		r->model_source = "nominal";
 	}
 	r->threshold = 0;
+	rail_set_model(r, NULL, r->model_source);
 	if (load_profile(e, r) != MRAIL_OK)
 		mrail_info("%s rail %u: %s model (%.0f MB/s, %.1f us)",
 			   r->gate->name, r->index, r->model_source,
 			   r->bandwidth / 1e6, r->latency * 1e6);
+}
+
+void rail_set_model(struct rail *r, struct mrail_rail_model *m,
+		    const char *source)
+{
+	if (!m && mrail_model_from_nominal(r->bandwidth, r->latency, &m))
+		m = NULL; /* figures out of range: keep the plain numbers */
+	mrail_model_free(r->model);
+	r->model = m;
+	r->model_source = source;
+	if (m) {
+		r->bandwidth = mrail_model_bandwidth(m);
+		r->latency = mrail_model_latency(m);
+	}
 }

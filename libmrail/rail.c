@@ -1,5 +1,6 @@
 /* Rails: one driver endpoint to one peer; what is posted on it. */
 #include "libmrail/engine.h"
+#include "sampler/predict.h"
 #include "util/iov.h"
 #include "util/log.h"
 
@@ -197,6 +198,11 @@ unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views)
 		views[n].bandwidth = r->bandwidth;
 		views[n].latency = r->latency;
 		views[n].eager_max = r->eager_max;
+		views[n].model = r->model;
+		views[n].busy_until =
+			views[n].backlog_bytes == 0 ? 0
+			: r->model ? mrail_predict(r->model, views[n].backlog_bytes)
+				   : (double)views[n].backlog_bytes / r->bandwidth;
 		n++;
 	}
 	return n;

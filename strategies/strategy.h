@@ -25,6 +25,8 @@
 #define MRAIL_MAX_RAILS 64
 #define MRAIL_MAX_CHUNKS 256
 
+struct mrail_rail_model;
+
 /* What a strategy may know about one rail of a gate. */
 struct mrail_rail_view {
 	unsigned index;         /* rail index within the gate */
@@ -33,6 +35,10 @@ struct mrail_rail_view {
 	double bandwidth;       /* bytes/s estimate (nominal until sampled) */
 	double latency;         /* seconds estimate */
 	size_t eager_max;       /* eager/rendezvous switch on this rail */
+	/* Predicted one-way time of any size (sampler/predict.h): from the
+	 * rail's profile, in-band samples or nominal figures. */
+	const struct mrail_rail_model *model;
+	double busy_until;      /* seconds until what is queued has left */
 };
 
 struct mrail_chunk {

@@ -20,9 +20,9 @@ static void check_plan(const struct mrail_chunk *c, int n, unsigned nrails,
 int main(void)
 {
 	struct mrail_rail_view v[3] = {
-		{0, 1, 0, 1e9, 1e-5, 32768},
-		{1, 0, 1 << 20, 2e9, 1e-5, 32768},
-		{2, 1, 0, 5e8, 1e-5, 32768},
+		{0, 1, 0, 1e9, 1e-5, 32768, NULL, 0},
+		{1, 0, 1 << 20, 2e9, 1e-5, 32768, NULL, 5e-4},
+		{2, 1, 0, 5e8, 1e-5, 32768, NULL, 0},
 	};
 	struct mrail_chunk c[MRAIL_MAX_CHUNKS];
 	void *st;
