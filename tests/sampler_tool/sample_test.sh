@@ -64,21 +64,29 @@ NETLAB_TEST=1 "$netlab" up --hosts 2 --rails 1000mbit,400mbit --prefix "$prefix"
   --base auto >"$tmp/up" 2>&1 || { rc=$?; cat "$tmp/up"; exit $rc; }
 trap '"$netlab" down --prefix "$prefix" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 mgmt=$("$netlab" addr --prefix "$prefix" h0 mgmt)
-t0=$SECONDS
-"$mrun" -n 2 --hosts "$prefix-h0,$prefix-h1" --wrap 'ip netns exec {host}' \
-  --bind "${mgmt%.*}.254" -x MRAIL_RAILS=r0,r1 "$sample" --out "$tmp/p" \
-  --max-size 16M --seconds 0.05 >"$tmp/out" 2>&1 || fail "mrail-sample failed"
-echo "sampled 2 rails in $((SECONDS - t0)) s"
-cat "$tmp/out"
-# Summary rows: rail driver local lat bw threshold
-bw0=$(awk '$1 == "0" && $3 == "r0" {print $5}' "$tmp/out")
-bw1=$(awk '$1 == "1" && $3 == "r1" {print $5}' "$tmp/out")
-[ -n "$bw0" ] && [ -n "$bw1" ] || fail "no summary rows for r0 and r1"
+sample_once() {
+  t0=$SECONDS
+  "$mrun" -n 2 --hosts "$prefix-h0,$prefix-h1" --wrap 'ip netns exec {host}' \
+    --bind "${mgmt%.*}.254" -x MRAIL_RAILS=r0,r1 "$sample" --out "$tmp/p" \
+    --max-size 16M --seconds 0.05 >"$tmp/out" 2>&1 || fail "mrail-sample failed"
+  echo "sampled 2 rails in $((SECONDS - t0)) s"
+  cat "$tmp/out"
+  # Summary rows: rail driver local lat bw threshold
+  bw0=$(awk '$1 == "0" && $3 == "r0" {print $5}' "$tmp/out")
+  bw1=$(awk '$1 == "1" && $3 == "r1" {print $5}' "$tmp/out")
+  [ -n "$bw0" ] && [ -n "$bw1" ] || fail "no summary rows for r0 and r1"
+}
 # Shaped rates in MB/s of payload: 1000 and 400 Mbit/s.
-awk -v b="$bw0" 'BEGIN { exit !(b > 0.9 * 125 && b < 1.1 * 125) }' ||
-  fail "r0 bandwidth $bw0 MB/s not within 10 % of 125 MB/s"
-awk -v b="$bw1" 'BEGIN { exit !(b > 0.9 * 50 && b < 1.1 * 50) }' ||
-  fail "r1 bandwidth $bw1 MB/s not within 10 % of 50 MB/s"
+within() { awk -v b="$1" -v r="$2" 'BEGIN { exit !(b > 0.9 * r && b < 1.1 * r) }'; }
+sample_once
+# A measurement, not a computation: on a machine busy with something else
+# the rates can sag, so one more try before calling it wrong.
+if ! within "$bw0" 125 || ! within "$bw1" 50; then
+  echo "out of tolerance (r0 $bw0, r1 $bw1 MB/s): sampling again"
+  sample_once
+fi
+within "$bw0" 125 || fail "r0 bandwidth $bw0 MB/s not within 10 % of 125 MB/s"
+within "$bw1" 50 || fail "r1 bandwidth $bw1 MB/s not within 10 % of 50 MB/s"
 awk -v a="$bw0" -v b="$bw1" 'BEGIN { r = a / b; exit !(r > 2.0 && r < 3.0) }' ||
   fail "r0/r1 bandwidth ratio $bw0/$bw1 is not about 2.5"
 echo "netlab: r0 $bw0 MB/s (shaped 125), r1 $bw1 MB/s (shaped 50)"
