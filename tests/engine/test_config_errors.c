@@ -14,6 +14,7 @@ static const struct { const char *var, *value; } bad[] = {
 	{"MRAIL_STRATEGY", "iso:bogus=1"},
 	{"MRAIL_STRATEGY", "single:x=1"},
 	{"MRAIL_STRATEGY", "pin:rail=x"},
+	{"MRAIL_STRATEGY", "split:max_chunks=0"},
 	{"MRAIL_DRIVERS", "carrier-pigeon"},
 	{"MRAIL_EAGER_MAX", "lots"},
 	{"MRAIL_EAGER_MAX", "64g"},

@@ -2,6 +2,7 @@
 #include "../check.h"
 #include "mrail.h"
 #include "strategies/strategy.h"
+#include "sampler/predict.h"
 
 static void check_plan(const struct mrail_chunk *c, int n, unsigned nrails,
 		       uint64_t len)
@@ -67,6 +68,32 @@ int main(void)
 	pin->fini(st);
 	CHECK(pin->init("rail=64", &st) == MRAIL_ERR_CONFIG);
 	CHECK(pin->init("rails=1", &st) == MRAIL_ERR_CONFIG);
+	/* split: equal finish over a fast and a slow rail, the slow one
+	 * busy for a while: more bytes go to the fast, idle rail. */
+	const struct mrail_strategy_ops *split = mrail_strategy_find("split");
+	struct mrail_rail_model *fast, *slow;
+	CHECK(split && split->init("min_chunk=4096", &st) == MRAIL_OK);
+	CHECK(mrail_model_from_nominal(125e6, 10e-6, &fast) == MRAIL_OK);
+	CHECK(mrail_model_from_nominal(50e6, 10e-6, &slow) == MRAIL_OK);
+	struct mrail_rail_view sv[2] = {
+		{0, 1, 0, 125e6, 10e-6, 32768, fast, 0},
+		{1, 1, 0, 50e6, 10e-6, 32768, slow, 0},
+	};
+	n = split->rdv_split(st, sv, 2, 64 << 20, c, MRAIL_MAX_CHUNKS);
+	check_plan(c, n, 2, 64 << 20);
+	CHECK(n == 2);
+	/* 125:50 of the bytes, within a percent */
+	CHECK(c[0].length > 0.70 * (64 << 20) && c[0].length < 0.73 * (64 << 20));
+	sv[1].busy_until = 0.1; /* 5 MB of work queued on the slow rail */
+	n = split->rdv_split(st, sv, 2, 64 << 20, c, MRAIL_MAX_CHUNKS);
+	check_plan(c, n, 2, 64 << 20);
+	CHECK(c[0].length > 0.75 * (64 << 20));
+	/* Eager: the idle rail that delivers first. */
+	CHECK(split->eager_rail(st, sv, 2, 1000) == 0);
+	split->fini(st);
+	CHECK(split->init("min_chunk", &st) == MRAIL_ERR_CONFIG);
+	mrail_model_free(fast);
+	mrail_model_free(slow);
 	puts("test_strategy: ok");
 	return 0;
 }

@@ -1,0 +1,128 @@
+/*
+ * split: the equal-completion split of NewMadeleine (seed 004, II-B,
+ * III-B): a rendezvous payload is cut so that every chunk is predicted to
+ * finish at the same moment, counting the time each rail still needs for
+ * what is queued on it, and leaving out rails that would only slow it
+ * (strategies/split/plan.c). Eager packets take the idle rail predicted to
+ * deliver them first. Options: min_chunk=BYTES (default 64 KiB),
+ * max_chunks=N (default 64).
+ */
+#include "mrail.h"
+#include "sampler/predict.h"
+#include "strategies/split/plan.h"
+#include "strategies/strategy.h"
+#include "util/log.h"
+#include "util/size.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct split_state {
+	struct mrail_split_params params;
+};
+
+static int split_init(const char *args, void **state)
+{
+	struct split_state *s = calloc(1, sizeof *s);
+	char *copy = strdup(args ? args : ""), *save = NULL;
+	int rc = MRAIL_OK;
+
+	if (!s || !copy) {
+		free(s);
+		free(copy);
+		return MRAIL_ERR_NOMEM;
+	}
+	s->params.min_chunk = 65536;
+	s->params.max_chunks = 64;
+	for (char *kv = strtok_r(copy, ",", &save); kv && rc == MRAIL_OK;
+	     kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		uint64_t v;
+		if (eq)
+			*eq = '\0';
+		if (!eq || mrail_parse_size(eq + 1, &v)) {
+			rc = MRAIL_ERR_CONFIG;
+		} else if (!strcmp(kv, "min_chunk") && v >= 1) {
+			s->params.min_chunk = v;
+		} else if (!strcmp(kv, "max_chunks") && v >= 1 &&
+			   v <= MRAIL_MAX_CHUNKS) {
+			s->params.max_chunks = (unsigned)v;
+		} else {
+			rc = MRAIL_ERR_CONFIG;
+		}
+		if (rc)
+			mrail_error("MRAIL_STRATEGY: split option '%s' is not "
+				    "min_chunk=BYTES or max_chunks=1..%d", kv,
+				    MRAIL_MAX_CHUNKS);
+	}
+	free(copy);
+	if (rc) {
+		free(s);
+		return rc;
+	}
+	*state = s;
+	return MRAIL_OK;
+}
+
+static void split_fini(void *state)
+{
+	free(state);
+}
+
+static double finish(const struct mrail_rail_view *v, uint64_t bytes)
+{
+	double t = v->model ? mrail_predict(v->model, bytes)
+			    : v->latency + (double)bytes / v->bandwidth;
+	return v->busy_until + t;
+}
+
+static int split_eager_rail(void *state, const struct mrail_rail_view *rails,
+			    unsigned n, size_t bytes)
+{
+	int best = -1;
+	(void)state;
+	for (unsigned i = 0; i < n; i++)
+		if (rails[i].idle &&
+		    (best < 0 || finish(&rails[i], bytes) <
+				     finish(&rails[best], bytes)))
+			best = (int)i;
+	return best;
+}
+
+static int split_rdv_split(void *state, const struct mrail_rail_view *rails,
+			   unsigned n, uint64_t length, struct mrail_chunk *out,
+			   unsigned max)
+{
+	struct split_state *s = state;
+	struct mrail_split_rail in[MRAIL_MAX_RAILS];
+	struct mrail_split_params p = s->params;
+	double t;
+
+	for (unsigned i = 0; i < n; i++) {
+		in[i].model = rails[i].model;
+		in[i].busy_until = rails[i].busy_until;
+	}
+	if (p.max_chunks > max)
+		p.max_chunks = max;
+	int cnt = mrail_split_plan(in, n, length, &p, out, &t);
+	if (cnt < 1) { /* no model: the rail to finish first takes it all */
+		out[0].rail = 0;
+		for (unsigned i = 1; i < n; i++)
+			if (finish(&rails[i], length) <
+			    finish(&rails[out[0].rail], length))
+				out[0].rail = i;
+		out[0].offset = 0;
+		out[0].length = length;
+		cnt = 1;
+	}
+	return cnt;
+}
+
+const struct mrail_strategy_ops mrail_split_strategy_ops = {
+	.name = "split",
+	.abi_version = MRAIL_STRATEGY_ABI_VERSION,
+	.init = split_init,
+	.fini = split_fini,
+	.eager_rail = split_eager_rail,
+	.rdv_split = split_rdv_split,
+};
