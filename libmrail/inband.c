@@ -127,7 +127,8 @@ static void apply(struct mrail_engine *e, const char *local_if,
 		struct gate *o = e->gates[k];
 		for (unsigned j = 0; j < o->nrails; j++) {
 			struct rail *x = o->rails[j];
-			if (!x || !o->plan || strcmp(o->plan[j].local_if, local_if) ||
+			if (!x || x->state != RAIL_UP || !x->model_source ||
+			    !o->plan || strcmp(o->plan[j].local_if, local_if) ||
 			    !strcmp(x->model_source, "profile"))
 				continue;
 			struct mrail_rail_model *copy;
@@ -151,33 +152,42 @@ void inband_sample(struct mrail_engine *e)
 
 	if (!e->cfg.inband_sampling || !g || g->state != GATE_UP)
 		return;
-	/* Sample if either side lacks a profile for one of its rails; both
-	 * must decide alike, so they tell each other. */
-	uint8_t need = 0, other = 0;
-	for (unsigned i = 0; i < g->nrails; i++)
-		if (g->rails[i] && strcmp(g->rails[i]->model_source, "profile"))
-			need = 1;
-	int first = e->rank < g->id;
-	if (xfer(e, g, first, first ? &need : &other, 1) ||
-	    xfer(e, g, !first, first ? &other : &need, 1))
-		return;
-	if (!need && !other)
-		return;
+	/* Sample if either side lacks a profile for one of its rails, and
+	 * both could get the memory: they must decide alike, so they tell
+	 * each other (2 = cannot). */
 	struct mrail_profile *p = malloc(sizeof *p);
 	void *buf = calloc(1, inband_sizes[NSIZES - 1]);
-	for (unsigned i = 0; p && buf && i < g->nrails; i++) {
-		struct rail *r = g->rails[i];
+	uint8_t need = 0, other = 0;
+	for (unsigned i = 0; i < g->nrails; i++)
+		if (g->rails[i] && g->rails[i]->model_source &&
+		    strcmp(g->rails[i]->model_source, "profile"))
+			need = 1;
+	if (!p || !buf)
+		need = 2;
+	int first = e->rank < g->id;
+	if (xfer(e, g, first, first ? &need : &other, 1) ||
+	    xfer(e, g, !first, first ? &other : &need, 1) ||
+	    (!need && !other) || need == 2 || other == 2) {
+		free(p);
+		free(buf);
+		return;
+	}
+	/* Every rail of the gate is up (wire-up waited for it), on both
+	 * sides: both run the same exchanges in the same order. */
+	for (unsigned i = 0; i < g->nrails; i++) {
 		struct mrail_rail_model *m;
-		/* Both partners decide alike: skip only what both have. */
-		if (!r || r->state != RAIL_UP)
-			break;
 		int rc = sample_rail(e, g, i, p, buf);
-		if (rc == MRAIL_OK)
-			rc = mrail_model_from_profile(p, &m);
-		if (rc != MRAIL_OK) {
+		if (rc != MRAIL_OK) { /* the rail failed: so did the peer's */
 			mrail_warn("in-band sampling of rail %u failed: %s", i,
 				   mrail_strerror(rc));
 			break;
+		}
+		/* A model this side cannot build must not stop the partner's
+		 * next rail: keep going in step. */
+		if ((rc = mrail_model_from_profile(p, &m))) {
+			mrail_warn("rail %u: no in-band model (%s)", i,
+				   mrail_strerror(rc));
+			continue;
 		}
 		apply(e, g->plan[i].local_if, m);
 		mrail_info("%s rail %u (%s): in-band model %.1f us, %.0f MB/s",
