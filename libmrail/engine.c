@@ -75,9 +75,11 @@ static int select_strategy(struct mrail_engine *e)
 	name[n] = '\0';
 	e->strategy = mrail_strategy_find(name);
 	if (!e->strategy) {
-		mrail_error("invalid MRAIL_STRATEGY='%s': unknown strategy "
-			    "(known: %s)", spec, mrail_strategy_names());
-		return MRAIL_ERR_CONFIG;
+		/* Not built in: a plugin from MRAIL_STRATEGY_PATH. */
+		int rc = mrail_strategy_load(name, getenv("MRAIL_STRATEGY_PATH"),
+					     &e->strategy, &e->strategy_dl);
+		if (rc)
+			return rc;
 	}
 	return e->strategy->init(spec[n] ? spec + n + 1 : "",
 				 &e->strategy_state);
@@ -443,6 +445,7 @@ static void engine_free(struct mrail_engine *e)
 		e->drv_ops->close(e->drv);
 	if (e->strategy && e->strategy_state)
 		e->strategy->fini(e->strategy_state);
+	mrail_strategy_unload(e->strategy_dl); /* after fini: its code */
 	mrail_list_foreach_safe(pos, tmp, &e->free_ops) {
 		struct send_op *op = mrail_list_entry(pos, struct send_op, link);
 		mrail_list_remove(pos);

@@ -211,6 +211,7 @@ struct mrail_engine {
 
 	const struct mrail_strategy_ops *strategy;
 	void *strategy_state;
+	void *strategy_dl;             /* dlopen handle of a plugin, or NULL */
 
 	uint32_t ngates, gates_cap;
 	struct gate **gates;

@@ -7,12 +7,16 @@ extern const struct mrail_strategy_ops mrail_single_strategy_ops;
 extern const struct mrail_strategy_ops mrail_iso_strategy_ops;
 extern const struct mrail_strategy_ops mrail_pin_strategy_ops;
 extern const struct mrail_strategy_ops mrail_split_strategy_ops;
+extern const struct mrail_strategy_ops mrail_bw_strategy_ops;
+extern const struct mrail_strategy_ops mrail_greedy_strategy_ops;
 
 static const struct mrail_strategy_ops *const strategies[] = {
 	&mrail_single_strategy_ops,
 	&mrail_iso_strategy_ops,
 	&mrail_pin_strategy_ops,
 	&mrail_split_strategy_ops,
+	&mrail_bw_strategy_ops,
+	&mrail_greedy_strategy_ops,
 };
 
 const struct mrail_strategy_ops *mrail_strategy_find(const char *name)
@@ -25,5 +29,5 @@ const struct mrail_strategy_ops *mrail_strategy_find(const char *name)
 
 const char *mrail_strategy_names(void)
 {
-	return "single, iso, pin, split";
+	return "single, iso, pin, split, bw, greedy";
 }

@@ -13,7 +13,7 @@
  *
  * Adding a strategy: one folder strategies/<name>/ exporting one
  * `const struct mrail_strategy_ops mrail_<name>_strategy_ops`, plus one line
- * in strategies/registry.c.
+ * in strategies/registry.c; or a plugin outside the tree (below).
  */
 #ifndef MRAIL_STRATEGY_H
 #define MRAIL_STRATEGY_H
@@ -68,6 +68,34 @@ struct mrail_strategy_ops {
 			 unsigned n, uint64_t length, struct mrail_chunk *out,
 			 unsigned max);
 };
+
+/*
+ * External strategies (plugins). When MRAIL_STRATEGY names no built-in,
+ * strategies/loader.c looks in each directory of MRAIL_STRATEGY_PATH
+ * (colon-separated, in order) for `<name>.so`, then
+ * `libmrail-strategy-<name>.so`, dlopens the first file found
+ * (RTLD_NOW | RTLD_LOCAL) and reads the symbol MRAIL_STRATEGY_PLUGIN_SYMBOL:
+ *
+ *   __attribute__((visibility("default")))
+ *   const struct mrail_strategy_ops mrail_strategy_plugin = {...};
+ *
+ * ABI rules: abi_version must equal this header's
+ * MRAIL_STRATEGY_ABI_VERSION (checked before anything else is read; `name`
+ * and `abi_version` stay the first two fields in every version), `name`
+ * must equal the requested name and every op must be non-NULL; otherwise
+ * engine creation fails with MRAIL_ERR_CONFIG. Any change to the ops table,
+ * the views or the chunk struct bumps MRAIL_STRATEGY_ABI_VERSION. Plugins
+ * call nothing in libmrail; the engine keeps the object loaded until the
+ * engine is destroyed (after fini).
+ */
+#define MRAIL_STRATEGY_PLUGIN_SYMBOL "mrail_strategy_plugin"
+
+/* strategies/loader.c: find, load and check plugin `name` in `search_path`
+ * (NULL or "" if unset). MRAIL_OK with *ops and *handle set, or
+ * MRAIL_ERR_CONFIG after logging why. */
+int mrail_strategy_load(const char *name, const char *search_path,
+			const struct mrail_strategy_ops **ops, void **handle);
+void mrail_strategy_unload(void *handle);
 
 /* strategies/registry.c */
 const struct mrail_strategy_ops *mrail_strategy_find(const char *name);
