@@ -102,6 +102,21 @@ const struct mrail_strategy_ops *mrail_strategy_find(const char *name);
 const char *mrail_strategy_names(void);
 
 /* Helpers shared by strategies (strategies/common.c). */
+
+/* One "key=value" option of a strategy; values are sizes (k/m/g). */
+struct mrail_strategy_opt {
+	const char *key;
+	uint64_t min, max;
+	uint64_t *value;
+};
+/*
+ * Parse "key=value,..." into opts[0..n). An unknown key, a missing '=' or
+ * a value out of range logs a line naming the strategy, the option and
+ * the known keys, and returns MRAIL_ERR_CONFIG; MRAIL_OK otherwise.
+ */
+int mrail_strategy_parse(const char *strategy, const char *args,
+			 const struct mrail_strategy_opt *opts, unsigned n);
+
 /* Idle rail with the highest bandwidth (ties: lowest index), or -1. */
 int mrail_strategy_fastest_idle(const struct mrail_rail_view *rails,
 				unsigned n);

@@ -8,10 +8,8 @@
 #include "mrail.h"
 #include "strategies/strategy.h"
 #include "util/log.h"
-#include "util/size.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 struct bw_state {
 	uint64_t min_chunk;
@@ -20,33 +18,13 @@ struct bw_state {
 static int bw_init(const char *args, void **state)
 {
 	struct bw_state *s = calloc(1, sizeof *s);
-	char *copy = strdup(args ? args : ""), *save = NULL;
-	int rc = MRAIL_OK;
-
-	if (!s || !copy) {
-		free(s);
-		free(copy);
+	if (!s)
 		return MRAIL_ERR_NOMEM;
-	}
 	s->min_chunk = 65536;
-	for (char *kv = strtok_r(copy, ",", &save); kv;
-	     kv = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(kv, '=');
-		uint64_t v = 0;
-		if (eq)
-			*eq = '\0';
-		if (!eq || strcmp(kv, "min_chunk") ||
-		    mrail_parse_size(eq + 1, &v) || v < 1 ||
-		    v > (UINT64_MAX >> 1)) {
-			mrail_error("MRAIL_STRATEGY: bw takes min_chunk=BYTES "
-				    "(>= 1, k/m/g suffixes allowed); got '%s%s%s'",
-				    kv, eq ? "=" : "", eq ? eq + 1 : "");
-			rc = MRAIL_ERR_CONFIG;
-			break;
-		}
-		s->min_chunk = v;
-	}
-	free(copy);
+	const struct mrail_strategy_opt opts[] = {
+		{"min_chunk", 1, UINT64_MAX >> 1, &s->min_chunk},
+	};
+	int rc = mrail_strategy_parse("bw", args, opts, 1);
 	if (rc != MRAIL_OK) {
 		free(s);
 		return rc;

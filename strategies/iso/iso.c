@@ -12,7 +12,6 @@
 #include "strategies/strategy.h"
 #include "util/log.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,63 +20,23 @@ struct iso_state {
 	uint64_t min_chunk;
 };
 
-static int parse_u64(const char *key, const char *val, uint64_t lo,
-		     uint64_t hi, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(val, &end, 10);
-	if (errno || end == val || *end || v < lo || v > hi || val[0] == '-') {
-		mrail_error("MRAIL_STRATEGY: iso option %s='%s' must be an "
-			    "integer in [%llu, %llu]", key, val,
-			    (unsigned long long)lo, (unsigned long long)hi);
-		return MRAIL_ERR_CONFIG;
-	}
-	*out = v;
-	return MRAIL_OK;
-}
-
 static int iso_init(const char *args, void **state)
 {
 	struct iso_state *s = calloc(1, sizeof *s);
-	char *copy = strdup(args ? args : ""), *save = NULL;
-	int rc = MRAIL_OK;
-
-	if (!s || !copy) {
-		free(s);
-		free(copy);
+	if (!s)
 		return MRAIL_ERR_NOMEM;
-	}
-	s->chunks_per_rail = 1;
+	uint64_t chunks = 1;
 	s->min_chunk = 65536;
-	for (char *kv = strtok_r(copy, ",", &save); kv && rc == MRAIL_OK;
-	     kv = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(kv, '=');
-		uint64_t v = 0;
-		if (!eq) {
-			mrail_error("MRAIL_STRATEGY: iso option '%s' is not "
-				    "key=value", kv);
-			rc = MRAIL_ERR_CONFIG;
-			break;
-		}
-		*eq = '\0';
-		if (!strcmp(kv, "chunks")) {
-			rc = parse_u64(kv, eq + 1, 1, 64, &v);
-			s->chunks_per_rail = (unsigned)v;
-		} else if (!strcmp(kv, "min_chunk")) {
-			rc = parse_u64(kv, eq + 1, 1, UINT64_MAX >> 1, &v);
-			s->min_chunk = v;
-		} else {
-			mrail_error("MRAIL_STRATEGY: unknown iso option '%s' "
-				    "(known: chunks, min_chunk)", kv);
-			rc = MRAIL_ERR_CONFIG;
-		}
-	}
-	free(copy);
+	const struct mrail_strategy_opt opts[] = {
+		{"chunks", 1, 64, &chunks},
+		{"min_chunk", 1, UINT64_MAX >> 1, &s->min_chunk},
+	};
+	int rc = mrail_strategy_parse("iso", args, opts, 2);
 	if (rc != MRAIL_OK) {
 		free(s);
 		return rc;
 	}
+	s->chunks_per_rail = (unsigned)chunks;
 	*state = s;
 	return MRAIL_OK;
 }

@@ -7,8 +7,6 @@
 #include "strategies/strategy.h"
 #include "util/log.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,23 +17,18 @@ struct pin_state {
 static int pin_init(const char *args, void **state)
 {
 	struct pin_state *s = calloc(1, sizeof *s);
+	uint64_t rail = 0;
 	if (!s)
 		return MRAIL_ERR_NOMEM;
-	if (args && *args) {
-		char *end;
-		errno = 0;
-		unsigned long v = strncmp(args, "rail=", 5) ? ULONG_MAX
-					: strtoul(args + 5, &end, 10);
-		if (v == ULONG_MAX || errno || end == args + 5 || *end ||
-		    v >= MRAIL_MAX_RAILS) {
-			mrail_error("MRAIL_STRATEGY: pin takes rail=N with N in "
-				    "[0, %d] (got '%s')", MRAIL_MAX_RAILS - 1,
-				    args);
-			free(s);
-			return MRAIL_ERR_CONFIG;
-		}
-		s->rail = (unsigned)v;
+	const struct mrail_strategy_opt opts[] = {
+		{"rail", 0, MRAIL_MAX_RAILS - 1, &rail},
+	};
+	int rc = mrail_strategy_parse("pin", args, opts, 1);
+	if (rc != MRAIL_OK) {
+		free(s);
+		return rc;
 	}
+	s->rail = (unsigned)rail;
 	*state = s;
 	return MRAIL_OK;
 }

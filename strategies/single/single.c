@@ -10,12 +10,7 @@
 static int single_init(const char *args, void **state)
 {
 	*state = NULL;
-	if (args && *args) {
-		mrail_error("MRAIL_STRATEGY: strategy 'single' takes no "
-			    "options (got '%s')", args);
-		return MRAIL_ERR_CONFIG;
-	}
-	return MRAIL_OK;
+	return mrail_strategy_parse("single", args, NULL, 0);
 }
 
 static void single_fini(void *state)

@@ -12,10 +12,8 @@
 #include "strategies/split/plan.h"
 #include "strategies/strategy.h"
 #include "util/log.h"
-#include "util/size.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 struct split_state {
 	struct mrail_split_params params;
@@ -24,42 +22,20 @@ struct split_state {
 static int split_init(const char *args, void **state)
 {
 	struct split_state *s = calloc(1, sizeof *s);
-	char *copy = strdup(args ? args : ""), *save = NULL;
-	int rc = MRAIL_OK;
-
-	if (!s || !copy) {
-		free(s);
-		free(copy);
+	if (!s)
 		return MRAIL_ERR_NOMEM;
-	}
+	uint64_t max_chunks = 64;
 	s->params.min_chunk = 65536;
-	s->params.max_chunks = 64;
-	for (char *kv = strtok_r(copy, ",", &save); kv && rc == MRAIL_OK;
-	     kv = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(kv, '=');
-		uint64_t v;
-		if (eq)
-			*eq = '\0';
-		if (!eq || mrail_parse_size(eq + 1, &v)) {
-			rc = MRAIL_ERR_CONFIG;
-		} else if (!strcmp(kv, "min_chunk") && v >= 1) {
-			s->params.min_chunk = v;
-		} else if (!strcmp(kv, "max_chunks") && v >= 1 &&
-			   v <= MRAIL_MAX_CHUNKS) {
-			s->params.max_chunks = (unsigned)v;
-		} else {
-			rc = MRAIL_ERR_CONFIG;
-		}
-		if (rc)
-			mrail_error("MRAIL_STRATEGY: split option '%s' is not "
-				    "min_chunk=BYTES or max_chunks=1..%d", kv,
-				    MRAIL_MAX_CHUNKS);
-	}
-	free(copy);
-	if (rc) {
+	const struct mrail_strategy_opt opts[] = {
+		{"min_chunk", 1, UINT64_MAX >> 1, &s->params.min_chunk},
+		{"max_chunks", 1, MRAIL_MAX_CHUNKS, &max_chunks},
+	};
+	int rc = mrail_strategy_parse("split", args, opts, 2);
+	if (rc != MRAIL_OK) {
 		free(s);
 		return rc;
 	}
+	s->params.max_chunks = (unsigned)max_chunks;
 	*state = s;
 	return MRAIL_OK;
 }
