@@ -24,7 +24,8 @@ typedef unsigned __int128 u128;
 
 static double at(const struct mrail_split_rail *r, uint64_t s)
 {
-	return r->busy_until + mrail_predict(r->model, s);
+	double k = r->scale > 0 ? r->scale : 1.0;
+	return r->busy_until + k * mrail_predict(r->model, s);
 }
 
 /* Largest s in [m, len] with at(s) <= t; 0 if at(m) > t. */
@@ -124,7 +125,8 @@ int mrail_split_plan(const struct mrail_split_rail *rails, unsigned n,
 		return MRAIL_ERR_INVALID;
 	for (unsigned i = 0; i < n; i++)
 		if (!rails[i].model || !isfinite(rails[i].busy_until) ||
-		    rails[i].busy_until < 0)
+		    rails[i].busy_until < 0 || !isfinite(rails[i].scale) ||
+		    rails[i].scale < 0)
 			return MRAIL_ERR_INVALID;
 
 	uint64_t m = p && p->min_chunk > 1 ? p->min_chunk : 1;

@@ -18,6 +18,9 @@
 struct mrail_split_rail {
 	const struct mrail_rail_model *model; /* mrail_predict(): seconds */
 	double busy_until; /* seconds from now until the rail is free, >= 0 */
+	/* Multiplies the model's predictions (measured / predicted duration
+	 * of recent chunks); 0 counts as 1. */
+	double scale;
 };
 
 struct mrail_split_params {
@@ -38,7 +41,7 @@ struct mrail_split_params {
  * finite); out is then untouched.
  *
  * The plan minimizes the predicted completion time
- *     max over chunks of busy_until[rail] + mrail_predict(model, len)
+ *     max over chunks of busy_until[rail] + scale * mrail_predict(model, len)
  * among all plans that respect min_chunk and max_chunks (to the bisection
  * precision, relative 1e-9). A rail is left out exactly when it could not
  * carry even min_chunk bytes by that time (so including it would raise
