@@ -166,6 +166,7 @@ struct gate {
 	struct mrail_list ooo;     /* records that arrived early, by seq */
 	size_t eager_max;          /* min over rails */
 	double deadline;           /* rails must be up before */
+	void *strategy_peer;       /* the strategy's per-peer state */
 };
 
 /* A message that arrived before its receive was posted. */
@@ -329,7 +330,11 @@ int rail_post_data(struct mrail_engine *e, struct rail *r,
 		   struct mrail_request *req, uint64_t recv_id,
 		   uint64_t offset, uint64_t len);
 int rail_is_idle(const struct rail *r);
-unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views);
+/* Views of a gate's rails for a decision about sending (eager packets) or
+ * receiving (a rendezvous payload): busy_until differs. */
+enum view_dir { VIEW_SEND, VIEW_RECV };
+unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views,
+			 enum view_dir dir);
 
 /* send.c */
 int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r);

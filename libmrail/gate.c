@@ -96,6 +96,13 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 	g->deadline = mrail_now() + e->cfg.connect_timeout;
 	snprintf(g->name, sizeof g->name, "%s %u",
 		 e->bootstrapped ? "rank" : "peer", g->id);
+	if (e->strategy && e->strategy->peer_init &&
+	    e->strategy->peer_init(e->strategy_state, g->id, &g->strategy_peer)) {
+		mrail_error("strategy '%s' could not set up its state for %s",
+			    e->strategy->name, g->name);
+		free(g);
+		return NULL;
+	}
 	e->gates[e->ngates++] = g;
 	return g;
 }
@@ -189,6 +196,8 @@ void gate_free(struct mrail_engine *e, struct gate *g)
 		free(mrail_list_entry(pos, struct unexpected, link));
 	}
 	free(g->plan);
+	if (e->strategy && e->strategy->peer_fini)
+		e->strategy->peer_fini(e->strategy_state, g->strategy_peer);
 	free(g);
 }
 

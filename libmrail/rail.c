@@ -185,25 +185,36 @@ int rail_is_idle(const struct rail *r)
 	return r->state == RAIL_UP && r->local->ops->ep_backlog(r->ep) == 0;
 }
 
-unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views)
+/* The prediction strategies see: the model (or the nominal figures),
+ * scaled by what completions on this rail measured. */
+static double view_predict(const struct mrail_rail_view *v, uint64_t bytes)
+{
+	double t = v->model ? mrail_predict(v->model, bytes)
+			    : v->latency + (double)bytes / v->bandwidth;
+	return v->time_scale * t;
+}
+
+unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views,
+			 enum view_dir dir)
 {
 	unsigned n = 0;
 	for (unsigned i = 0; i < g->nrails; i++) {
 		struct rail *r = g->rails[i];
 		if (!r || r->state != RAIL_UP)
 			continue;
-		views[n].index = i;
-		views[n].backlog_bytes = r->local->ops->ep_backlog(r->ep);
-		views[n].idle = views[n].backlog_bytes == 0;
-		views[n].bandwidth = r->bandwidth;
-		views[n].latency = r->latency;
-		views[n].eager_max = r->eager_max;
-		views[n].model = r->model;
-		views[n].busy_until =
-			views[n].backlog_bytes == 0 ? 0
-			: r->model ? mrail_predict(r->model, views[n].backlog_bytes)
-				   : (double)views[n].backlog_bytes / r->bandwidth;
-		n++;
+		struct mrail_rail_view *v = &views[n++];
+		v->index = i;
+		v->backlog_bytes = r->local->ops->ep_backlog(r->ep);
+		v->idle = v->backlog_bytes == 0;
+		v->bandwidth = r->bandwidth;
+		v->latency = r->latency;
+		v->eager_max = r->eager_max;
+		v->model = r->model;
+		v->time_scale = 1.0;
+		v->predict = view_predict;
+		v->busy_until = 0;
+		if (dir == VIEW_SEND && v->backlog_bytes)
+			v->busy_until = view_predict(v, v->backlog_bytes);
 	}
 	return n;
 }

@@ -81,7 +81,7 @@ void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
 	r->done_bytes = 0;
 	if (msg_len > r->len)
 		r->error = MRAIL_ERR_TRUNCATE;
-	unsigned n = gate_rail_views(g, views);
+	unsigned n = gate_rail_views(g, views, VIEW_RECV);
 	if (n == 0) {
 		request_complete(e, r, g->error ? g->error : MRAIL_ERR_PEER);
 		return;
@@ -97,7 +97,8 @@ void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
 		chunks[0] = (struct mrail_chunk){0, 0, 0};
 		cnt = 1;
 	} else {
-		cnt = e->strategy->rdv_split(e->strategy_state, views, n, take,
+		cnt = e->strategy->rdv_split(e->strategy_state,
+					     g->strategy_peer, views, n, take,
 					     chunks, MRAIL_MAX_CHUNKS);
 		if (!plan_is_valid(chunks, cnt, n, take)) {
 			mrail_warn("strategy '%s' returned an invalid chunk plan "

@@ -53,53 +53,99 @@ static void set_scheduled(struct mrail_engine *e, struct gate *g, int on)
 	g->scheduled = on;
 }
 
-void gate_schedule(struct mrail_engine *e, struct gate *g)
+/* The head of the send queue as strategies see it. */
+static void queue_view(const struct mrail_engine *e, const struct gate *g,
+		       size_t *bytes, struct mrail_send_queue *q)
+{
+	const struct mrail_list *pos = g->sendq.next;
+	q->known = 0;
+	for (; pos != &g->sendq && q->known < MRAIL_QUEUE_VIEW; pos = pos->next)
+		bytes[q->known++] = record_size(
+			g, mrail_list_entry(pos, struct mrail_request, link));
+	q->more = pos != &g->sendq;
+	q->record_bytes = bytes;
+	q->packet_room = e->packet_cap - sizeof(struct mrail_wire_pkt_hdr);
+}
+
+/* One packet of at most `count` queued messages on `rail`. */
+static int send_packet(struct mrail_engine *e, struct gate *g,
+		       struct rail *rail, unsigned count)
+{
+	struct send_op *op = packet_get(e);
+	if (!op)
+		return MRAIL_ERR_NOMEM;
+	int rc = MRAIL_OK;
+	for (unsigned k = 0; rc == MRAIL_OK && k < count &&
+			     !mrail_list_empty(&g->sendq); k++) {
+		struct mrail_request *r =
+			mrail_list_first(&g->sendq, struct mrail_request, link);
+		if (op->len + record_size(g, r) > op->cap)
+			break;
+		rc = pack_one(e, g, rail, op, r);
+	}
+	/* Something always fits: eager_max fits a packet. */
+	if (rc == MRAIL_OK)
+		rc = rail_post_packet(e, rail, op);
+	if (rc != MRAIL_OK) {
+		packet_put(e, op);
+		gate_fail(e, g, rc, "posting a packet failed");
+	}
+	return rc;
+}
+
+/*
+ * Hand the gate's queued messages to the strategy: at post time through
+ * eager_rail; after progress (a rail may have become idle) through
+ * rail_idle, offered each idle rail in turn, when the strategy has it.
+ */
+static void gate_schedule_mode(struct mrail_engine *e, struct gate *g,
+			       int rail_idle)
 {
 	struct mrail_rail_view views[MRAIL_MAX_RAILS];
+	size_t bytes[MRAIL_QUEUE_VIEW];
+	struct mrail_send_queue q;
+	const struct mrail_strategy_ops *s = e->strategy;
 
 	while (g->state == GATE_UP && !mrail_list_empty(&g->sendq)) {
-		struct mrail_request *head =
-			mrail_list_first(&g->sendq, struct mrail_request, link);
-		unsigned n = gate_rail_views(g, views);
+		unsigned n = gate_rail_views(g, views, VIEW_SEND);
 		if (n == 0)
 			break;
-		int pick = e->strategy->eager_rail(e->strategy_state, views, n,
-						   record_size(g, head));
+		queue_view(e, g, bytes, &q);
+		unsigned count = 0;
+		int pick = -1;
+		if (rail_idle && s->rail_idle) {
+			for (unsigned i = 0; i < n && pick < 0; i++) {
+				count = 0;
+				if (views[i].idle &&
+				    s->rail_idle(e->strategy_state,
+						 g->strategy_peer, views, n, i,
+						 &q, &count) == 1)
+					pick = (int)i;
+			}
+		} else {
+			pick = s->eager_rail(e->strategy_state, g->strategy_peer,
+					     views, n, &q, &count);
+		}
 		if (pick < 0 || (unsigned)pick >= n || !views[pick].idle)
 			break;
-		struct rail *rail = g->rails[views[pick].index];
-		struct send_op *op = packet_get(e);
-		if (!op)
+		if (send_packet(e, g, g->rails[views[pick].index],
+				count ? count : 1) != MRAIL_OK)
 			break;
-		int rc = MRAIL_OK;
-		while (rc == MRAIL_OK && !mrail_list_empty(&g->sendq)) {
-			struct mrail_request *r = mrail_list_first(
-				&g->sendq, struct mrail_request, link);
-			if (op->len + record_size(g, r) > op->cap)
-				break;
-			rc = pack_one(e, g, rail, op, r);
-		}
-		if (rc == MRAIL_OK && op->len == sizeof(struct mrail_wire_pkt_hdr)) {
-			packet_put(e, op); /* nothing fitted: cannot happen, as
-					      eager_max fits a packet */
-			break;
-		}
-		if (rc == MRAIL_OK)
-			rc = rail_post_packet(e, rail, op);
-		if (rc != MRAIL_OK) {
-			packet_put(e, op);
-			gate_fail(e, g, rc, "posting a packet failed");
-			break;
-		}
 	}
 	set_scheduled(e, g, g->state == GATE_UP && !mrail_list_empty(&g->sendq));
+}
+
+void gate_schedule(struct mrail_engine *e, struct gate *g)
+{
+	gate_schedule_mode(e, g, 0);
 }
 
 void schedule_pending(struct mrail_engine *e)
 {
 	struct mrail_list *pos, *tmp;
 	mrail_list_foreach_safe(pos, tmp, &e->sched_gates)
-		gate_schedule(e, mrail_list_entry(pos, struct gate, sched_link));
+		gate_schedule_mode(e, mrail_list_entry(pos, struct gate,
+						       sched_link), 1);
 }
 
 int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r)

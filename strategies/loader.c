@@ -27,6 +27,7 @@ static const char *check_ops(const struct mrail_strategy_ops *ops,
 			 ops->name ? ops->name : "(null)", name);
 		return why;
 	}
+	/* peer_init, peer_fini and rail_idle are optional. */
 	const char *missing = !ops->init ? "init" : !ops->fini ? "fini"
 			      : !ops->eager_rail ? "eager_rail"
 			      : !ops->rdv_split ? "rdv_split" : NULL;

@@ -74,9 +74,10 @@ struct mrail_chunk {
 /* The head of a gate's send queue, as the eager decisions see it. */
 #define MRAIL_QUEUE_VIEW 64
 struct mrail_send_queue {
-	unsigned count;              /* messages queued (>= 1) */
-	unsigned known;              /* min(count, MRAIL_QUEUE_VIEW) */
-	const size_t *record_bytes;  /* wire bytes of the first `known`
+	unsigned known;              /* messages described: the first
+					min(queued, MRAIL_QUEUE_VIEW), >= 1 */
+	int more;                    /* more are queued behind them */
+	const size_t *record_bytes;  /* wire bytes of each of the `known`
 					messages, in queue order */
 	size_t packet_room;          /* record bytes one packet carries */
 };
@@ -89,7 +90,7 @@ static inline unsigned mrail_send_queue_fit(const struct mrail_send_queue *q)
 	unsigned k = 0;
 	while (k < q->known && used + q->record_bytes[k] <= q->packet_room)
 		used += q->record_bytes[k++];
-	return k > 0 ? k : (q->count > 0 ? 1 : 0);
+	return k > 0 ? k : 1;
 }
 
 struct mrail_strategy_ops {
@@ -183,8 +184,21 @@ int mrail_strategy_parse(const char *strategy, const char *args,
 /* Idle rail with the highest bandwidth (ties: lowest index), or -1. */
 int mrail_strategy_fastest_idle(const struct mrail_rail_view *rails,
 				unsigned n);
-/* Rail predicted to finish `bytes` first, counting its backlog. */
+/* Rail predicted to finish `bytes` first (busy_until + predict()); ties:
+ * the first in view order. */
 int mrail_strategy_earliest_finish(const struct mrail_rail_view *rails,
 				   unsigned n, uint64_t bytes);
+/* The same among idle rails only, or -1. */
+int mrail_strategy_earliest_idle_finish(const struct mrail_rail_view *rails,
+					unsigned n, uint64_t bytes);
+/* Wire bytes of the first `count` messages of q (count <= q->known). */
+static inline uint64_t mrail_send_queue_bytes(const struct mrail_send_queue *q,
+					      unsigned count)
+{
+	uint64_t b = 0;
+	for (unsigned k = 0; k < count && k < q->known; k++)
+		b += q->record_bytes[k];
+	return b;
+}
 
 #endif

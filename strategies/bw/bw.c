@@ -38,11 +38,13 @@ static void bw_fini(void *state)
 	free(state);
 }
 
-static int bw_eager_rail(void *state, const struct mrail_rail_view *rails,
-			 unsigned n, size_t bytes)
+static int bw_eager_rail(void *state, void *peer,
+			  const struct mrail_rail_view *rails, unsigned n,
+			  const struct mrail_send_queue *q, unsigned *count)
 {
 	(void)state;
-	(void)bytes;
+	(void)peer;
+	*count = mrail_send_queue_fit(q);
 	return mrail_strategy_fastest_idle(rails, n);
 }
 
@@ -53,11 +55,13 @@ static double rate(const struct mrail_rail_view *v)
 	return v->bandwidth > 0 ? v->bandwidth : 1.0;
 }
 
-static int bw_rdv_split(void *state, const struct mrail_rail_view *rails,
+static int bw_rdv_split(void *state, void *peer,
+			 const struct mrail_rail_view *rails,
 			unsigned n, uint64_t length, struct mrail_chunk *out,
 			unsigned max)
 {
 	const struct bw_state *s = state;
+	(void)peer;
 	unsigned order[MRAIL_MAX_RAILS], k = 0;
 
 	if (n > MRAIL_MAX_RAILS)

@@ -3,7 +3,8 @@
  * next packet. Eager packets go to the first idle rail in index order; a
  * rendezvous payload is cut into fixed-size chunks (option chunk=BYTES,
  * default 256 KiB; larger when the chunk cap would be exceeded) dealt
- * round-robin over the rails, starting with the first idle one.
+ * round-robin over the rails, starting with the first idle one. Packets
+ * carry one message each: whichever rail is idle takes the next one.
  */
 #include "mrail.h"
 #include "strategies/strategy.h"
@@ -49,19 +50,41 @@ static int first_idle(const struct mrail_rail_view *rails, unsigned n)
 	return best;
 }
 
-static int greedy_eager_rail(void *state, const struct mrail_rail_view *rails,
-			     unsigned n, size_t bytes)
+/* One message per packet: spreading, not aggregating, is the baseline. */
+static int greedy_eager_rail(void *state, void *peer,
+			     const struct mrail_rail_view *rails, unsigned n,
+			     const struct mrail_send_queue *q, unsigned *count)
 {
 	(void)state;
-	(void)bytes;
+	(void)peer;
+	(void)q;
+	*count = 1;
 	return first_idle(rails, n);
 }
 
-static int greedy_rdv_split(void *state, const struct mrail_rail_view *rails,
-			    unsigned n, uint64_t length,
-			    struct mrail_chunk *out, unsigned max)
+/* Whichever rail became idle takes the next message. */
+static int greedy_rail_idle(void *state, void *peer,
+			    const struct mrail_rail_view *rails, unsigned n,
+			    unsigned idle, const struct mrail_send_queue *q,
+			    unsigned *count)
+{
+	(void)state;
+	(void)peer;
+	(void)rails;
+	(void)n;
+	(void)idle;
+	(void)q;
+	*count = 1;
+	return 1;
+}
+
+static int greedy_rdv_split(void *state, void *peer,
+			    const struct mrail_rail_view *rails, unsigned n,
+			    uint64_t length, struct mrail_chunk *out,
+			    unsigned max)
 {
 	const struct greedy_state *s = state;
+	(void)peer;
 	uint64_t chunk = s->chunk;
 	if (max == 0)
 		max = 1;
@@ -88,5 +111,6 @@ const struct mrail_strategy_ops mrail_greedy_strategy_ops = {
 	.init = greedy_init,
 	.fini = greedy_fini,
 	.eager_rail = greedy_eager_rail,
+	.rail_idle = greedy_rail_idle,
 	.rdv_split = greedy_rdv_split,
 };

@@ -46,19 +46,23 @@ static void iso_fini(void *state)
 	free(state);
 }
 
-static int iso_eager_rail(void *state, const struct mrail_rail_view *rails,
-			  unsigned n, size_t bytes)
+static int iso_eager_rail(void *state, void *peer,
+			  const struct mrail_rail_view *rails, unsigned n,
+			  const struct mrail_send_queue *q, unsigned *count)
 {
 	(void)state;
-	(void)bytes;
+	(void)peer;
+	*count = mrail_send_queue_fit(q);
 	return mrail_strategy_fastest_idle(rails, n);
 }
 
-static int iso_rdv_split(void *state, const struct mrail_rail_view *rails,
+static int iso_rdv_split(void *state, void *peer,
+			 const struct mrail_rail_view *rails,
 			 unsigned n, uint64_t length, struct mrail_chunk *out,
 			 unsigned max)
 {
 	struct iso_state *s = state;
+	(void)peer;
 	uint64_t count = (uint64_t)n * s->chunks_per_rail;
 	(void)rails;
 

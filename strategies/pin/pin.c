@@ -50,18 +50,21 @@ static int pinned(const struct pin_state *s, const struct mrail_rail_view *v,
 	return best < 0 ? 0 : best;
 }
 
-static int pin_eager_rail(void *state, const struct mrail_rail_view *rails,
-			  unsigned n, size_t bytes)
+static int pin_eager_rail(void *state, void *peer,
+			  const struct mrail_rail_view *rails, unsigned n,
+			  const struct mrail_send_queue *q, unsigned *count)
 {
-	(void)bytes;
+	(void)peer;
+	*count = mrail_send_queue_fit(q);
 	int r = pinned(state, rails, n);
 	return rails[r].idle ? r : -1;
 }
 
-static int pin_rdv_split(void *state, const struct mrail_rail_view *rails,
-			 unsigned n, uint64_t length, struct mrail_chunk *out,
-			 unsigned max)
+static int pin_rdv_split(void *state, void *peer,
+			 const struct mrail_rail_view *rails, unsigned n,
+			 uint64_t length, struct mrail_chunk *out, unsigned max)
 {
+	(void)peer;
 	(void)max;
 	out[0].rail = (unsigned)pinned(state, rails, n);
 	out[0].offset = 0;

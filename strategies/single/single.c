@@ -1,7 +1,9 @@
 /*
- * single: every message on one rail — eager packets on the fastest idle
- * rail, a rendezvous payload whole on the rail predicted to finish it
- * first. The baseline, and the right answer for small messages.
+ * single: every message on one rail: an eager packet (the queued messages
+ * that fit) on the idle rail predicted to deliver it first, a rendezvous
+ * payload whole on the rail predicted to finish it first (counting what
+ * the rail still has to move). The baseline, and the right answer for
+ * small messages.
  */
 #include "mrail.h"
 #include "strategies/strategy.h"
@@ -18,19 +20,24 @@ static void single_fini(void *state)
 	(void)state;
 }
 
-static int single_eager_rail(void *state, const struct mrail_rail_view *rails,
-			     unsigned n, size_t bytes)
+static int single_eager_rail(void *state, void *peer,
+			     const struct mrail_rail_view *rails, unsigned n,
+			     const struct mrail_send_queue *q, unsigned *count)
 {
 	(void)state;
-	(void)bytes;
-	return mrail_strategy_fastest_idle(rails, n);
+	(void)peer;
+	*count = mrail_send_queue_fit(q);
+	return mrail_strategy_earliest_idle_finish(
+		rails, n, mrail_send_queue_bytes(q, *count));
 }
 
-static int single_rdv_split(void *state, const struct mrail_rail_view *rails,
-			    unsigned n, uint64_t length,
-			    struct mrail_chunk *out, unsigned max)
+static int single_rdv_split(void *state, void *peer,
+			    const struct mrail_rail_view *rails, unsigned n,
+			    uint64_t length, struct mrail_chunk *out,
+			    unsigned max)
 {
 	(void)state;
+	(void)peer;
 	(void)max;
 	int r = mrail_strategy_earliest_finish(rails, n, length);
 	out[0].rail = (unsigned)(r < 0 ? 0 : r);
