@@ -261,6 +261,13 @@ struct mrail_rail_stats {
 	uint64_t tx_chunks, rx_chunks;     /* rendezvous payload chunks */
 	uint64_t tx_packets, rx_packets;   /* eager/control packets */
 	uint64_t tx_wire_bytes, rx_wire_bytes; /* everything, headers included */
+	double tx_busy_seconds;  /* time with packets or chunks posted on this
+	                            rail and not yet handed to the NIC/kernel */
+	double rx_busy_seconds;  /* time with rendezvous chunks this host
+	                            requested on this rail not yet arrived */
+	double time_scale;       /* measured / predicted duration of recent
+	                            chunks received on it (1: none measured);
+	                            multiplies the predictions strategies see */
 };
 
 /* What a rail is: chosen at wire-up (loopback for processes of the same

@@ -90,6 +90,14 @@ struct send_op {
 	uint64_t bytes;            /* payload bytes carried */
 	size_t cap, len;           /* OP_PACKET buffer */
 	uint8_t *buf;
+	int has_busy;              /* OP_PACKET: holds a BUSY record */
+};
+
+/* A rendezvous chunk this host asked for on a rail (libmrail/busy.c). */
+struct rx_expect {
+	uint64_t bytes, left;
+	double posted;            /* when its RTR left */
+	double due;               /* predicted arrival of its last byte */
 };
 
 struct rail {
@@ -114,6 +122,15 @@ struct rail {
 	uint64_t rx_len;          /* body being received (one at a time) */
 	int bye_in, bye_out;      /* BYE received / sent on this rail */
 	struct mrail_rail_stats stats;
+	/* Busy-until accounting (libmrail/busy.c). */
+	double time_scale;        /* measured / predicted chunk durations */
+	struct rx_expect *rx_q;   /* ring of chunks requested, in order */
+	unsigned rx_head, rx_count, rx_cap;
+	double rx_last_done;      /* when the previous chunk completed */
+	double rx_busy_since;     /* rx_count became non-zero */
+	unsigned tx_ops;          /* posted send_ops not completed */
+	double tx_busy_since;
+	double remote_tx_free_at; /* sender's queue on this rail empties */
 };
 
 /*
@@ -131,6 +148,10 @@ struct local_rail {
 	char name[64];            /* printable listener address */
 	uint8_t addr_blob[256];   /* listener address blob (driver's) */
 	size_t addr_len;
+	/* Predicted moments this NIC is free, over all gates (busy.c). */
+	double tx_free_at;        /* what this host queued has left */
+	double rx_free_at;        /* requested chunks have all arrived */
+	unsigned rx_pending;      /* requested chunks not yet arrived */
 };
 
 /* ---- gates (peers) ---------------------------------------------------- */
@@ -333,6 +354,20 @@ int rail_is_idle(const struct rail *r);
 /* Views of a gate's rails for a decision about sending (eager packets) or
  * receiving (a rendezvous payload): busy_until differs. */
 enum view_dir { VIEW_SEND, VIEW_RECV };
+
+/* libmrail/busy.c: busy-until accounting. */
+void busy_rail_init(struct rail *r);
+void busy_rail_close(struct rail *r);
+void busy_rx_expect(struct rail *r, uint64_t bytes);
+void busy_rx_arrived(struct rail *r, uint64_t bytes);
+void busy_tx_post(struct rail *r, uint64_t charge_bytes);
+void busy_tx_done(struct rail *r);
+void busy_tx_reserve(struct gate *g, uint64_t bytes);
+double busy_tx_left(const struct rail *r, double now);
+void busy_remote_tx(struct gate *g, const uint32_t *us, unsigned n);
+double busy_until(const struct rail *r, enum view_dir dir, double now);
+/* The rail's counters, busy periods still open counted up to now. */
+void rail_read_stats(const struct rail *r, struct mrail_rail_stats *st);
 unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views,
 			 enum view_dir dir);
 

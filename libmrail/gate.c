@@ -287,7 +287,7 @@ MRAIL_API int mrail_rail_stats(mrail_engine_t *e, mrail_peer_t peer, int rail,
 	if (!g || rail < 0 || (unsigned)rail >= g->nrails)
 		rc = MRAIL_ERR_NOT_FOUND;
 	else if (g->rails[rail])
-		*st = g->rails[rail]->stats;
+		rail_read_stats(g->rails[rail], st);
 	else
 		memset(st, 0, sizeof *st);
 	engine_unlock(e);

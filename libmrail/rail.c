@@ -1,6 +1,7 @@
 /* Rails: one driver endpoint to one peer; what is posted on it. */
 #include "libmrail/engine.h"
 #include "sampler/predict.h"
+#include "util/clock.h"
 #include "util/iov.h"
 #include "util/log.h"
 
@@ -26,12 +27,15 @@ struct rail *rail_new(struct mrail_engine *e, struct local_rail *l)
 	r->latency = l->caps.nominal_latency > 0 ? l->caps.nominal_latency
 						 : 10e-6;
 	snprintf(r->stats.driver, sizeof r->stats.driver, "%s", l->ops->name);
+	busy_rail_init(r);
 	return r;
 }
 
 void rail_op_done(struct mrail_engine *e, struct send_op *op, int status)
 {
 	mrail_list_remove(&op->link);
+	if (op->rail)
+		busy_tx_done(op->rail);
 	if (op->kind == OP_PACKET) {
 		packet_put(e, op);
 	} else {
@@ -56,6 +60,7 @@ void rail_close(struct mrail_engine *e, struct rail *r)
 	mrail_list_foreach_safe(pos, tmp, &r->posted)
 		rail_op_done(e, mrail_list_entry(pos, struct send_op, link),
 			   MRAIL_ERR_PEER);
+	busy_rail_close(r);
 }
 
 struct send_op *packet_get(struct mrail_engine *e)
@@ -81,6 +86,7 @@ struct send_op *packet_get(struct mrail_engine *e)
 	op->rail = NULL;
 	op->req = NULL;
 	op->bytes = 0;
+	op->has_busy = 0;
 	return op;
 }
 
@@ -95,9 +101,12 @@ int rail_post_packet(struct mrail_engine *e, struct rail *r,
 	(void)e;
 	op->rail = r;
 	mrail_list_append(&r->posted, &op->link);
+	/* Before send: the driver may complete the op inside it. */
+	busy_tx_post(r, op->len);
 	int rc = r->local->ops->send(r->ep, op->buf, op->len, NULL, 0, op);
 	if (rc) {
 		mrail_list_remove(&op->link);
+		busy_tx_done(r);
 		return rc;
 	}
 	r->stats.tx_packets++;
@@ -123,13 +132,16 @@ static int post_data_frame(struct rail *r, struct mrail_request *req,
 	op->len = mrail_wire_put_pkt_hdr(op->buf);
 	op->len += mrail_wire_put_data(op->buf + op->len, recv_id, offset, len);
 	mrail_list_append(&r->posted, &op->link);
+	req->outstanding++;
+	busy_tx_post(r, 0); /* charged when its RTS left (busy_tx_reserve) */
 	int rc = r->local->ops->send(r->ep, op->buf, op->len, body, cnt, op);
 	if (rc) {
 		mrail_list_remove(&op->link);
+		req->outstanding--;
+		busy_tx_done(r);
 		free(op);
 		return rc;
 	}
-	req->outstanding++;
 	r->stats.tx_chunks++;
 	r->stats.tx_bytes += len;
 	r->stats.tx_wire_bytes += op->len + len;
@@ -198,6 +210,7 @@ unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views,
 			 enum view_dir dir)
 {
 	unsigned n = 0;
+	double now = mrail_now();
 	for (unsigned i = 0; i < g->nrails; i++) {
 		struct rail *r = g->rails[i];
 		if (!r || r->state != RAIL_UP)
@@ -210,11 +223,9 @@ unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views,
 		v->latency = r->latency;
 		v->eager_max = r->eager_max;
 		v->model = r->model;
-		v->time_scale = 1.0;
+		v->time_scale = r->time_scale;
 		v->predict = view_predict;
-		v->busy_until = 0;
-		if (dir == VIEW_SEND && v->backlog_bytes)
-			v->busy_until = view_predict(v, v->backlog_bytes);
+		v->busy_until = busy_until(r, dir, now);
 	}
 	return n;
 }

@@ -51,6 +51,9 @@ static int post_rtrs(struct mrail_engine *e, struct gate *g,
 						      chunks[i].offset,
 						      chunks[i].length,
 						      r->expected);
+			if (chunks[i].length > 0)
+				busy_rx_expect(g->rails[views[v].index],
+					       chunks[i].length);
 		}
 		if (op) {
 			int rc = rail_post_packet(e, g->rails[views[v].index], op);
@@ -217,6 +220,7 @@ void rdv_on_data_done(struct mrail_engine *e, struct rail *rail, void *cookie)
 	struct mrail_request *r = cookie;
 	r->outstanding--;
 	r->done_bytes += rail->rx_len;
+	busy_rx_arrived(rail, rail->rx_len);
 	rail->rx_len = 0;
 	if (r->done_bytes == r->expected && r->outstanding == 0)
 		request_complete(e, r, r->error);

@@ -205,6 +205,12 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 		case MRAIL_WIRE_RTR:
 			rdv_on_rtr(e, r, &rec.u.rtr);
 			break;
+		case MRAIL_WIRE_BUSY: {
+			uint32_t us[MRAIL_WIRE_BUSY_MAX];
+			memcpy(us, rec.payload, rec.payload_len);
+			busy_remote_tx(g, us, (unsigned)(rec.payload_len / 4));
+			break;
+		}
 		case MRAIL_WIRE_BYE:
 			on_bye(e, r);
 			return;

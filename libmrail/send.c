@@ -4,6 +4,7 @@
  * one packet for it (small messages aggregate whenever rails are busy).
  */
 #include "libmrail/engine.h"
+#include "util/clock.h"
 #include "util/iov.h"
 #include "util/log.h"
 
@@ -12,10 +13,39 @@ static int is_eager(const struct gate *g, const struct mrail_request *r)
 	return r->len <= g->eager_max;
 }
 
+static unsigned busy_entries(const struct gate *g)
+{
+	return g->nrails < MRAIL_WIRE_BUSY_MAX ? g->nrails : MRAIL_WIRE_BUSY_MAX;
+}
+
+/*
+ * Tell the receiver, before the first request of the packet, how long each
+ * of this host's NICs under the gate's rails is still busy sending (it
+ * plans the payload). Counted before this packet's requests reserve their
+ * own share.
+ */
+static void put_busy(struct gate *g, struct send_op *op)
+{
+	uint32_t us[MRAIL_WIRE_BUSY_MAX] = {0};
+	unsigned n = busy_entries(g);
+	double now = mrail_now();
+	for (unsigned i = 0; i < n; i++) {
+		if (!g->rails[i])
+			continue;
+		double t = busy_tx_left(g->rails[i], now) * 1e6;
+		us[i] = t >= 4e9 ? UINT32_MAX : (uint32_t)t;
+	}
+	op->len += mrail_wire_put_busy(op->buf + op->len, us, n);
+	op->has_busy = 1;
+}
+
+/* A rendezvous request travels with a BUSY record (room kept for one per
+ * request; one per packet is written). */
 static size_t record_size(const struct gate *g, const struct mrail_request *r)
 {
 	return is_eager(g, r) ? mrail_wire_eager_size(r->len)
-			      : sizeof(struct mrail_wire_rts);
+			      : sizeof(struct mrail_wire_rts) +
+					mrail_wire_busy_size(busy_entries(g));
 }
 
 static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
@@ -38,7 +68,12 @@ static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
 	}
 	if (!handle_assign(e, r))
 		return MRAIL_ERR_NOMEM;
+	if (!op->has_busy) {
+		put_busy(g, op);
+		at = op->buf + op->len;
+	}
 	op->len += mrail_wire_put_rts(at, r->seq, r->tag, r->len, r->id);
+	busy_tx_reserve(g, r->len);
 	r->phase = REQ_RDV_WAIT_RTR;
 	mrail_list_append(&g->rdv, &r->gate_link);
 	return MRAIL_OK;

@@ -48,6 +48,7 @@ static const size_t fixed_size[] = {
 	[MRAIL_WIRE_HELLO] = sizeof(struct mrail_wire_hello),
 	[MRAIL_WIRE_HELLO_ACK] = sizeof(struct mrail_wire_hello_ack),
 	[MRAIL_WIRE_BYE] = sizeof(struct mrail_wire_bye),
+	[MRAIL_WIRE_BUSY] = sizeof(struct mrail_wire_busy),
 };
 
 int mrail_wire_next(const void *head, size_t len, size_t *off,
@@ -65,7 +66,7 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 		return -1;
 	}
 	memcpy(&rh, p, sizeof rh);
-	if (rh.type < MRAIL_WIRE_EAGER || rh.type > MRAIL_WIRE_BYE) {
+	if (rh.type < MRAIL_WIRE_EAGER || rh.type > MRAIL_WIRE_BUSY) {
 		*why = "unknown record type";
 		return -1;
 	}
@@ -90,6 +91,18 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 		rec->payload = p + need;
 		rec->payload_len = rh.len;
 		need += mrail_wire_pad8(rh.len);
+	} else if (rh.type == MRAIL_WIRE_BUSY) {
+		if (rh.len > MRAIL_WIRE_BUSY_MAX) {
+			*why = "busy record with more entries than rails";
+			return -1;
+		}
+		if (mrail_wire_pad8(4 * (size_t)rh.len) > left - need) {
+			*why = "busy record runs past the packet";
+			return -1;
+		}
+		rec->payload = p + need;
+		rec->payload_len = 4 * (size_t)rh.len;
+		need += mrail_wire_pad8(4 * (size_t)rh.len);
 	} else if (rh.len != 0) {
 		*why = "non-zero length field in a fixed-size record";
 		return -1;
@@ -169,4 +182,13 @@ size_t mrail_wire_put_bye(void *buf)
 	put_rec_hdr(&r.h, MRAIL_WIRE_BYE, 0);
 	memcpy(buf, &r, sizeof r);
 	return sizeof r;
+}
+
+size_t mrail_wire_put_busy(void *buf, const uint32_t *us, unsigned n)
+{
+	size_t size = mrail_wire_busy_size(n);
+	memset(buf, 0, size);
+	put_rec_hdr(buf, MRAIL_WIRE_BUSY, n);
+	memcpy((char *)buf + sizeof(struct mrail_wire_busy), us, 4 * (size_t)n);
+	return size;
 }

@@ -1,5 +1,5 @@
 /*
- * The engine's wire format (version 1), carried in driver frame heads.
+ * The engine's wire format (version 2), carried in driver frame heads.
  * Documented in docs/wire.md; keep both in sync.
  *
  * A frame head is a packet: an 8-byte packet header, then records, each
@@ -17,7 +17,7 @@
 #include "util/auth.h"
 
 #define MRAIL_WIRE_MAGIC 0x50524d00u /* "\0MRP" read as little-endian u32 */
-#define MRAIL_WIRE_VERSION 1u
+#define MRAIL_WIRE_VERSION 2u
 
 enum mrail_wire_type {
 	MRAIL_WIRE_EAGER = 1,     /* a whole small message */
@@ -27,7 +27,12 @@ enum mrail_wire_type {
 	MRAIL_WIRE_HELLO = 5,     /* first frame of a connection */
 	MRAIL_WIRE_HELLO_ACK = 6, /* acceptor's answer to HELLO */
 	MRAIL_WIRE_BYE = 7,       /* the sender's engine is closing */
+	MRAIL_WIRE_BUSY = 8,      /* sender's per-rail busy time (v2) */
 };
+
+/* BUSY: h.len entries (<= MRAIL_WIRE_BUSY_MAX) of uint32 microseconds
+ * follow, one per rail of the gate in rail order, padded to 8 bytes. */
+#define MRAIL_WIRE_BUSY_MAX 64
 
 struct mrail_wire_pkt_hdr {
 	uint32_t magic_version; /* MRAIL_WIRE_MAGIC | MRAIL_WIRE_VERSION */
@@ -95,6 +100,10 @@ struct mrail_wire_bye {
 	struct mrail_wire_rec_hdr h;
 };
 
+struct mrail_wire_busy {
+	struct mrail_wire_rec_hdr h;
+};
+
 /* Decoded record, pointing into the packet. */
 struct mrail_wire_rec {
 	int type;
@@ -106,7 +115,7 @@ struct mrail_wire_rec {
 		struct mrail_wire_hello hello;
 		struct mrail_wire_hello_ack ack;
 	} u;
-	const void *payload; /* EAGER only */
+	const void *payload; /* EAGER: the message; BUSY: the entries */
 	size_t payload_len;
 };
 
@@ -150,5 +159,12 @@ size_t mrail_wire_put_rtr(void *buf, uint64_t send_id, uint64_t recv_id,
 size_t mrail_wire_put_data(void *buf, uint64_t recv_id, uint64_t offset,
 			   uint64_t len);
 size_t mrail_wire_put_bye(void *buf);
+/* BUSY with n (<= MRAIL_WIRE_BUSY_MAX) entries; mrail_wire_busy_size(n)
+ * bytes. */
+size_t mrail_wire_put_busy(void *buf, const uint32_t *us, unsigned n);
+static inline size_t mrail_wire_busy_size(unsigned n)
+{
+	return sizeof(struct mrail_wire_busy) + mrail_wire_pad8(4 * (size_t)n);
+}
 
 #endif

@@ -1,0 +1,229 @@
+/*
+ * Busy-until accounting: when each rail is predicted to be free, in each
+ * direction, for the strategies' views (docs/split.md, "Busy-until").
+ *
+ * Receiving: the receiver plans rendezvous payloads, so it knows every
+ * chunk it asked for. Each NIC (local rail) keeps the predicted moment
+ * its requested chunks will all have arrived; each rail of a gate keeps
+ * the chunks it requested, in order (the sender answers RTRs in order on
+ * the rail they came on, and TCP keeps that order). When a chunk
+ * completes, the NIC's schedule is shifted by the difference between its
+ * predicted and real completion, and the ratio real/predicted duration
+ * updates the rail's time scale, which multiplies every later prediction.
+ *
+ * Sending: each NIC keeps the predicted moment what this host queued on
+ * it will have left: eager packets when posted, and for a rendezvous
+ * request, as soon as its RTS leaves, the payload spread over the gate's
+ * rails in proportion to their bandwidth (the receiver plans the real
+ * split later; reserving now lets a request posted next, to any peer, see
+ * the load). The sender reports these to the receiver with every
+ * rendezvous request (a BUSY record, docs/wire.md), so the receiver's plan
+ * counts the sender's NICs as well as its own. A TCP send completes when
+ * the kernel has the bytes, not when they are on the wire, so the sending
+ * side is predicted only.
+ */
+#include "libmrail/engine.h"
+#include "sampler/predict.h"
+#include "util/clock.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Chunks this small say more about latency than about the rail's speed. */
+#define BUSY_LEARN_MIN 65536
+/* Weight of the newest measurement in the time scale. */
+#define BUSY_LEARN_WEIGHT 0.25
+#define BUSY_SCALE_MIN 0.25
+#define BUSY_SCALE_MAX 4.0
+
+static double predict_raw(const struct rail *r, uint64_t bytes)
+{
+	if (r->model)
+		return mrail_predict(r->model, bytes);
+	return r->latency + (double)bytes / r->bandwidth;
+}
+
+/* How long `bytes` occupy the rail: the transfer, not the latency (which
+ * overlaps with what follows). */
+static double occupancy(const struct rail *r, uint64_t bytes)
+{
+	double t = predict_raw(r, bytes) - r->latency;
+	return r->time_scale * (t > 0 ? t : 0);
+}
+
+static double later(double a, double b)
+{
+	return a > b ? a : b;
+}
+
+void busy_rail_init(struct rail *r)
+{
+	r->time_scale = 1.0;
+}
+
+/* ---- receiving ---------------------------------------------------------- */
+
+static int rx_grow(struct rail *r)
+{
+	unsigned cap = r->rx_cap ? 2 * r->rx_cap : 16;
+	struct rx_expect *q = malloc(sizeof *q * cap);
+	if (!q)
+		return -1;
+	for (unsigned i = 0; i < r->rx_count; i++)
+		q[i] = r->rx_q[(r->rx_head + i) % r->rx_cap];
+	free(r->rx_q);
+	r->rx_q = q;
+	r->rx_cap = cap;
+	r->rx_head = 0;
+	return 0;
+}
+
+void busy_rx_expect(struct rail *r, uint64_t bytes)
+{
+	struct local_rail *l = r->local;
+	double now = mrail_now();
+
+	if (r->rx_count == r->rx_cap && rx_grow(r))
+		return; /* out of memory: the rail just looks less busy */
+	double start = later(now, l->rx_free_at);
+	l->rx_free_at = start + occupancy(r, bytes);
+	struct rx_expect *x = &r->rx_q[(r->rx_head + r->rx_count) % r->rx_cap];
+	x->bytes = bytes;
+	x->left = bytes;
+	x->posted = now;
+	x->due = l->rx_free_at;
+	if (r->rx_count++ == 0)
+		r->rx_busy_since = now;
+	l->rx_pending++;
+}
+
+static void learn(struct rail *r, const struct rx_expect *x, double now)
+{
+	if (x->bytes < BUSY_LEARN_MIN)
+		return;
+	double start = later(x->posted, r->rx_last_done);
+	double ratio = (now - start) / predict_raw(r, x->bytes);
+	if (!(ratio > 0))
+		return;
+	double s = (1 - BUSY_LEARN_WEIGHT) * r->time_scale +
+		   BUSY_LEARN_WEIGHT * ratio;
+	r->time_scale = s < BUSY_SCALE_MIN   ? BUSY_SCALE_MIN
+			: s > BUSY_SCALE_MAX ? BUSY_SCALE_MAX
+					     : s;
+}
+
+void busy_rx_arrived(struct rail *r, uint64_t bytes)
+{
+	struct local_rail *l = r->local;
+	double now = mrail_now();
+
+	while (bytes > 0 && r->rx_count > 0) {
+		struct rx_expect *x = &r->rx_q[r->rx_head];
+		uint64_t take = bytes < x->left ? bytes : x->left;
+		x->left -= take;
+		bytes -= take;
+		if (x->left > 0)
+			break;
+		learn(r, x, now);
+		/* What is still expected shifts by this chunk's error. */
+		l->rx_free_at = later(now, l->rx_free_at + (now - x->due));
+		r->rx_last_done = now;
+		r->rx_head = (r->rx_head + 1) % r->rx_cap;
+		l->rx_pending--;
+		if (--r->rx_count == 0)
+			r->stats.rx_busy_seconds += now - r->rx_busy_since;
+	}
+	if (l->rx_pending == 0)
+		l->rx_free_at = now;
+}
+
+/* The rail is gone: what it expected will not come. */
+void busy_rail_close(struct rail *r)
+{
+	struct local_rail *l = r->local;
+	double now = mrail_now();
+
+	if (r->rx_count > 0)
+		r->stats.rx_busy_seconds += now - r->rx_busy_since;
+	l->rx_pending -= r->rx_count < l->rx_pending ? r->rx_count
+						      : l->rx_pending;
+	r->rx_count = 0;
+	free(r->rx_q);
+	r->rx_q = NULL;
+	r->rx_cap = 0;
+	r->rx_head = 0;
+	if (r->tx_ops > 0)
+		r->stats.tx_busy_seconds += now - r->tx_busy_since;
+	r->tx_ops = 0;
+}
+
+/* ---- sending ------------------------------------------------------------ */
+
+void busy_tx_post(struct rail *r, uint64_t charge_bytes)
+{
+	double now = mrail_now();
+	if (r->tx_ops++ == 0)
+		r->tx_busy_since = now;
+	if (charge_bytes > 0) {
+		struct local_rail *l = r->local;
+		l->tx_free_at = later(now, l->tx_free_at) +
+				occupancy(r, charge_bytes);
+	}
+}
+
+void busy_tx_done(struct rail *r)
+{
+	if (r->tx_ops > 0 && --r->tx_ops == 0)
+		r->stats.tx_busy_seconds += mrail_now() - r->tx_busy_since;
+}
+
+void busy_tx_reserve(struct gate *g, uint64_t bytes)
+{
+	double sum = 0, now = mrail_now();
+	for (unsigned i = 0; i < g->nrails; i++)
+		if (g->rails[i] && g->rails[i]->state == RAIL_UP)
+			sum += g->rails[i]->bandwidth;
+	if (!(sum > 0))
+		return;
+	for (unsigned i = 0; i < g->nrails; i++) {
+		struct rail *r = g->rails[i];
+		if (!r || r->state != RAIL_UP)
+			continue;
+		uint64_t share = (uint64_t)((double)bytes * (r->bandwidth / sum));
+		r->local->tx_free_at = later(now, r->local->tx_free_at) +
+				       occupancy(r, share);
+	}
+}
+
+double busy_tx_left(const struct rail *r, double now)
+{
+	return later(0, r->local->tx_free_at - now);
+}
+
+void busy_remote_tx(struct gate *g, const uint32_t *us, unsigned n)
+{
+	double now = mrail_now();
+	for (unsigned i = 0; i < n && i < g->nrails; i++)
+		if (g->rails[i])
+			g->rails[i]->remote_tx_free_at = now + us[i] * 1e-6;
+}
+
+/* ---- views -------------------------------------------------------------- */
+
+double busy_until(const struct rail *r, enum view_dir dir, double now)
+{
+	if (dir == VIEW_SEND)
+		return busy_tx_left(r, now);
+	return later(0, later(r->local->rx_free_at, r->remote_tx_free_at) - now);
+}
+
+void rail_read_stats(const struct rail *r, struct mrail_rail_stats *st)
+{
+	double now = mrail_now();
+	*st = r->stats;
+	if (r->rx_count > 0)
+		st->rx_busy_seconds += now - r->rx_busy_since;
+	if (r->tx_ops > 0)
+		st->tx_busy_seconds += now - r->tx_busy_since;
+	st->time_scale = r->time_scale;
+}
