@@ -143,15 +143,17 @@ void bench_report_rails(mrail_engine_t *e, mrail_peer_t peer)
 		       info.local_if, s.local, info.remote_if, s.remote,
 		       info.model, 1e6 * info.latency, info.bandwidth / 1e6);
 		printf("    tx %12s (wire %12s)  msgs %10llu  chunks %8llu  "
-		       "packets %10llu\n", tx, txw,
+		       "packets %10llu  busy %9.3f s\n", tx, txw,
 		       (unsigned long long)s.tx_msgs,
 		       (unsigned long long)s.tx_chunks,
-		       (unsigned long long)s.tx_packets);
+		       (unsigned long long)s.tx_packets, s.tx_busy_seconds);
 		printf("    rx %12s (wire %12s)  msgs %10llu  chunks %8llu  "
-		       "packets %10llu\n", rx, rxw,
+		       "packets %10llu  busy %9.3f s\n", rx, rxw,
 		       (unsigned long long)s.rx_msgs,
 		       (unsigned long long)s.rx_chunks,
-		       (unsigned long long)s.rx_packets);
+		       (unsigned long long)s.rx_packets, s.rx_busy_seconds);
+		printf("    time scale (measured/predicted chunk time) %.3f\n",
+		       s.time_scale);
 	}
 	if (n == 0)
 		printf("  (none)\n");

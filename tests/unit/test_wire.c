@@ -44,6 +44,23 @@ static void roundtrip(void)
 	      rec.u.rts.send_id == 99);
 	CHECK(mrail_wire_next(pkt, n, &off, 1 << 20, &rec, &why) == 1);
 	CHECK(rec.type == MRAIL_WIRE_RTR && rec.u.rtr.total == 5);
+
+	/* BUSY: an odd count of entries, padded. */
+	const uint32_t us[3] = {7, 0, UINT32_MAX};
+	n = mrail_wire_put_pkt_hdr(pkt);
+	n += mrail_wire_put_busy(pkt + n, us, 3);
+	CHECK(n == 8 + mrail_wire_busy_size(3) && mrail_wire_busy_size(3) == 24);
+	n += mrail_wire_put_rts(pkt + n, 6, 7, 1ULL << 33, 99);
+	CHECK(parse_all(pkt, n, &why) == 2);
+	off = mrail_wire_check_pkt_hdr(pkt, n, &why);
+	CHECK(mrail_wire_next(pkt, n, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.type == MRAIL_WIRE_BUSY && rec.payload_len == 12 &&
+	      !memcmp(rec.payload, us, 12));
+	CHECK(mrail_wire_next(pkt, n, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.type == MRAIL_WIRE_RTS);
+	n = mrail_wire_put_pkt_hdr(pkt);
+	n += mrail_wire_put_busy(pkt + n, us, 0);
+	CHECK(parse_all(pkt, n, &why) == 1);
 }
 
 static void expect_reject(const uint8_t *p, size_t len, const char *reason)
@@ -64,7 +81,7 @@ static void rejections(void)
 	pkt[3] ^= 0xff; /* byte 0 is the version, 1..3 the magic */
 	expect_reject(pkt, n, "bad packet magic");
 	pkt[3] ^= 0xff;
-	pkt[0] = (uint8_t)(pkt[0] + 1); /* version 2 */
+	pkt[0] = (uint8_t)(pkt[0] + 1); /* the next version */
 	expect_reject(pkt, n, "unsupported wire version");
 	n = mrail_wire_put_pkt_hdr(pkt);
 
@@ -84,6 +101,13 @@ static void rejections(void)
 	lie = 2u << 20;
 	memcpy(pkt + n + 4, &lie, 4);
 	expect_reject(pkt, sizeof pkt, "longer than the eager limit");
+
+	const uint32_t us[MRAIL_WIRE_BUSY_MAX + 1] = {0};
+	m = n + mrail_wire_put_busy(pkt + n, us, 3);
+	expect_reject(pkt, m - 1, "runs past the packet");
+	expect_reject(pkt, n + 8, "runs past the packet");
+	m = n + mrail_wire_put_busy(pkt + n, us, MRAIL_WIRE_BUSY_MAX + 1);
+	expect_reject(pkt, m, "more entries than rails");
 }
 
 static void garbage(void)
@@ -97,7 +121,7 @@ static void garbage(void)
 			pkt[i] = (uint8_t)(s >> 56);
 			/* Bias towards valid types so parsing gets deep. */
 			if ((i - n) % 8 == 0 && (s >> 20) % 2)
-				pkt[i] = (uint8_t)(1 + (s >> 30) % 7);
+				pkt[i] = (uint8_t)(1 + (s >> 30) % 8);
 		}
 		/* Exact-size copy: ASan catches any read past the end. */
 		uint8_t *copy = malloc(len);

@@ -1,0 +1,129 @@
+/*
+ * Busy-until accounting (libmrail/busy.c) on hand-made rails: requested
+ * chunks make a NIC busy for their predicted time, completions correct the
+ * schedule and the time scale, the sender's reported busy time counts on
+ * the receiving side, and close forgets what will not come.
+ */
+#include "../check.h"
+#include "libmrail/engine.h"
+#include "util/clock.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MB 1000000.0
+
+static void make_rail(struct rail *r, struct local_rail *l, double bw)
+{
+	memset(r, 0, sizeof *r);
+	r->local = l;
+	r->bandwidth = bw;
+	r->latency = 10e-6;
+	busy_rail_init(r);
+}
+
+static int near(double a, double b, double tol)
+{
+	return fabs(a - b) <= tol;
+}
+
+int main(void)
+{
+	struct local_rail l;
+	struct rail r, r2;
+	memset(&l, 0, sizeof l);
+	make_rail(&r, &l, 100 * MB); /* 100 MB/s: 1 MB takes 10 ms */
+	make_rail(&r2, &l, 100 * MB);
+	CHECK(r.time_scale == 1.0);
+
+	/* Receiving: two chunks of 1 MB on one NIC (two gates) queue up. */
+	double now = mrail_now();
+	CHECK(busy_until(&r, VIEW_RECV, now) == 0);
+	busy_rx_expect(&r, 1000000);
+	busy_rx_expect(&r2, 1000000);
+	now = mrail_now();
+	CHECK(near(busy_until(&r, VIEW_RECV, now), 0.020, 0.002));
+	CHECK(near(busy_until(&r2, VIEW_RECV, now), 0.020, 0.002));
+	CHECK(busy_until(&r, VIEW_SEND, now) == 0); /* other direction */
+
+	/* The first arrives at once, far earlier than predicted: the time
+	 * scale drops (by the learning weight, clamped) and the remaining
+	 * schedule moves earlier by the error. */
+	busy_rx_arrived(&r, 600000);
+	CHECK(r.time_scale == 1.0); /* not complete yet */
+	busy_rx_arrived(&r, 400000);
+	CHECK(r.time_scale < 1.0 && r.time_scale >= 0.75 - 1e-9);
+	now = mrail_now();
+	CHECK(busy_until(&r2, VIEW_RECV, now) < 0.012);
+	CHECK(r.rx_count == 0 && r2.rx_count == 1 && l.rx_pending == 1);
+	struct mrail_rail_stats st;
+	rail_read_stats(&r, &st);
+	CHECK(st.rx_busy_seconds > 0 && st.rx_busy_seconds < 0.5);
+	CHECK(st.time_scale == r.time_scale);
+
+	/* Small chunks say nothing about speed: no learning. */
+	double before = r.time_scale;
+	busy_rx_expect(&r, 4096);
+	busy_rx_arrived(&r, 4096);
+	CHECK(r.time_scale == before);
+
+	/* Many chunks: the ring grows and stays in order. */
+	for (int i = 0; i < 100; i++)
+		busy_rx_expect(&r, 1000 + (uint64_t)i);
+	for (int i = 0; i < 100; i++) {
+		CHECK(r.rx_q[r.rx_head].bytes == 1000 + (uint64_t)i);
+		busy_rx_arrived(&r, 1000 + (uint64_t)i);
+	}
+	CHECK(r.rx_count == 0);
+	/* More bytes than expected (a confused peer) cannot underflow. */
+	busy_rx_arrived(&r, 12345);
+	CHECK(r.rx_count == 0);
+
+	/* The last pending chunk gone with its rail: the NIC is free. */
+	busy_rail_close(&r2);
+	CHECK(l.rx_pending == 0 && r2.rx_q == NULL);
+	busy_rx_expect(&r, 1000);
+	busy_rx_arrived(&r, 1000);
+	now = mrail_now();
+	CHECK(busy_until(&r, VIEW_RECV, now) == 0);
+
+	/* Sending: eager bytes charge the NIC, DATA frames do not (their
+	 * request reserved them), completions end the busy period. */
+	make_rail(&r2, &l, 100 * MB);
+	busy_tx_post(&r2, 1000000);
+	busy_tx_post(&r2, 0);
+	now = mrail_now();
+	CHECK(near(busy_until(&r2, VIEW_SEND, now), 0.010, 0.002));
+	busy_tx_done(&r2);
+	busy_tx_done(&r2);
+	busy_tx_done(&r2); /* one too many: ignored */
+	CHECK(r2.tx_ops == 0);
+	rail_read_stats(&r2, &st);
+	CHECK(st.tx_busy_seconds >= 0 && st.tx_busy_seconds < 0.5);
+
+	/* A request reserves its payload over the gate's rails by
+	 * bandwidth; the receiver counts what the sender reports. */
+	struct local_rail la, lb;
+	struct rail a, b;
+	memset(&la, 0, sizeof la);
+	memset(&lb, 0, sizeof lb);
+	make_rail(&a, &la, 300 * MB);
+	make_rail(&b, &lb, 100 * MB);
+	a.state = b.state = RAIL_UP;
+	struct gate g;
+	memset(&g, 0, sizeof g);
+	g.nrails = 2;
+	g.rails[0] = &a;
+	g.rails[1] = &b;
+	busy_tx_reserve(&g, 4000000); /* 3 MB + 1 MB: 10 ms each */
+	now = mrail_now();
+	CHECK(near(busy_tx_left(&a, now), 0.010, 0.002));
+	CHECK(near(busy_tx_left(&b, now), 0.010, 0.002));
+	const uint32_t us[3] = {50000, 0, 99};
+	busy_remote_tx(&g, us, 3); /* one entry too many: ignored */
+	now = mrail_now();
+	CHECK(near(busy_until(&a, VIEW_RECV, now), 0.050, 0.002));
+	CHECK(busy_until(&b, VIEW_RECV, now) == 0);
+	puts("test_busy: ok");
+	return 0;
+}
