@@ -29,8 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Chunks this small say more about latency than about the rail's speed. */
-#define BUSY_LEARN_MIN 65536
+/* Chunks predicted to take less than this many latencies say more about
+ * latency (and the RTR's trip) than about the rail's speed. */
+#define BUSY_LEARN_LATENCIES 16
 /* Weight of the newest measurement in the time scale. */
 #define BUSY_LEARN_WEIGHT 0.25
 #define BUSY_SCALE_MIN 0.25
@@ -99,10 +100,11 @@ void busy_rx_expect(struct rail *r, uint64_t bytes)
 
 static void learn(struct rail *r, const struct rx_expect *x, double now)
 {
-	if (x->bytes < BUSY_LEARN_MIN)
+	double pred = predict_raw(r, x->bytes);
+	if (!(pred >= BUSY_LEARN_LATENCIES * r->latency))
 		return;
 	double start = later(x->posted, r->rx_last_done);
-	double ratio = (now - start) / predict_raw(r, x->bytes);
+	double ratio = (now - start) / pred;
 	if (!(ratio > 0))
 		return;
 	double s = (1 - BUSY_LEARN_WEIGHT) * r->time_scale +
