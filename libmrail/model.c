@@ -26,6 +26,8 @@ static void rail_identity(const struct rail *r, struct mrail_rail_identity *id)
 	snprintf(info.remote_if, sizeof info.remote_if, "%s", p->remote_if);
 	snprintf(info.remote_addr, sizeof info.remote_addr, "%s",
 		 r->stats.remote);
+	snprintf(info.local_addr, sizeof info.local_addr, "%s",
+		 r->stats.local);
 	info.conn_type = p->conn_type;
 	info.speed_mbps = r->local->netif >= 0
 		? r->engine->netifs[r->local->netif].speed_mbps : 0;
@@ -52,8 +54,11 @@ static int load_profile(struct mrail_engine *e, struct rail *r)
 	if (rc == MRAIL_OK)
 		rc = mrail_model_from_profile(prof, &m);
 	free(prof);
-	if (rc == MRAIL_ERR_NOT_FOUND)
+	if (rc == MRAIL_ERR_NOT_FOUND) {
+		mrail_debug("%s rail %u: no profile %s", r->gate->name,
+			    r->index, path);
 		return rc;
+	}
 	if (rc != MRAIL_OK) {
 		mrail_warn("%s rail %u: profile not used (%s); in-band or nominal model",
 			   r->gate->name, r->index,

@@ -72,8 +72,8 @@ sample_once() {
   echo "sampled 2 rails in $((SECONDS - t0)) s"
   cat "$tmp/out"
   # Summary rows: rail driver local lat bw threshold
-  bw0=$(awk '$1 == "0" && $3 == "r0" {print $5}' "$tmp/out")
-  bw1=$(awk '$1 == "1" && $3 == "r1" {print $5}' "$tmp/out")
+  bw0=$(awk '$1 == "0" && $3 ~ /^r0(@|$)/ {print $5}' "$tmp/out")
+  bw1=$(awk '$1 == "1" && $3 ~ /^r1(@|$)/ {print $5}' "$tmp/out")
   [ -n "$bw0" ] && [ -n "$bw1" ] || fail "no summary rows for r0 and r1"
 }
 # Shaped rates in MB/s of payload: 1000 and 400 Mbit/s.
