@@ -98,6 +98,85 @@ static void test_greedy_packets(struct mrail_rail_view *v, unsigned n)
 	CHECK(!mrail_strategy_find("split")->rail_idle);
 }
 
+/* aggreg: eager packets aggregate behind the rail fastest for them,
+ * others stay idle; payloads whole on the rail that finishes first. */
+static void test_aggreg(void)
+{
+	const struct mrail_strategy_ops *a = mrail_strategy_find("aggreg");
+	const size_t rec[4] = {1000, 1000, 1000, 1000};
+	struct mrail_send_queue q = queue(rec, 4, 3500);
+	struct mrail_chunk c[MRAIL_MAX_CHUNKS];
+	void *st = NULL;
+	unsigned count = 0;
+	struct mrail_rail_view v[3] = {
+		{0, 1, 0, 1e9, 1e-5, 32768, NULL, 0, 1, test_predict},
+		{1, 1, 0, 5e8, 1e-5, 32768, NULL, 0, 1, test_predict},
+		{2, 0, 1 << 20, 2e9, 1e-5, 32768, NULL, 5e-4, 1, test_predict},
+	};
+	CHECK(a && a->rail_idle && !a->peer_init);
+	CHECK(a->init("", &st) == MRAIL_OK);
+	/* The fastest rail (2) is busy: keep the messages queued, although
+	 * rails 0 and 1 are idle; offered the idle rails, decline both. */
+	CHECK_EQ(a->eager_rail(st, NULL, v, 3, &q, &count), -1);
+	CHECK_EQ(count, 3);
+	CHECK_EQ(a->rail_idle(st, NULL, v, 3, 0, &q, &count), 0);
+	CHECK_EQ(a->rail_idle(st, NULL, v, 3, 1, &q, &count), 0);
+	/* Rail 2 idle again: it takes every message that fits. */
+	v[2].idle = 1;
+	v[2].backlog_bytes = 0;
+	v[2].busy_until = 0;
+	count = 0;
+	CHECK_EQ(a->rail_idle(st, NULL, v, 3, 2, &q, &count), 1);
+	CHECK_EQ(count, 3);
+	count = 0;
+	CHECK_EQ(a->eager_rail(st, NULL, v, 3, &q, &count), 2);
+	CHECK_EQ(count, 3);
+	CHECK_EQ(a->rail_idle(st, NULL, v, 3, 0, &q, &count), 0);
+	/* Measured 4x slower than nominal, rail 2 is no longer the fastest. */
+	v[2].time_scale = 4;
+	CHECK_EQ(a->eager_rail(st, NULL, v, 3, &q, &count), 0);
+	CHECK_EQ(a->rail_idle(st, NULL, v, 3, 0, &q, &count), 1);
+	CHECK_EQ(a->rail_idle(st, NULL, v, 3, 2, &q, &count), 0);
+	v[2].time_scale = 1;
+	/* Two equal rails: the first one only, also while it is busy (no
+	 * spreading onto the idle twin). */
+	struct mrail_rail_view eq[2] = {
+		{0, 1, 0, 1e9, 1e-5, 32768, NULL, 0, 1, test_predict},
+		{1, 1, 0, 1e9, 1e-5, 32768, NULL, 0, 1, test_predict},
+	};
+	CHECK_EQ(a->eager_rail(st, NULL, eq, 2, &q, &count), 0);
+	eq[0].idle = 0;
+	eq[0].backlog_bytes = 65536;
+	eq[0].busy_until = 7e-5;
+	CHECK_EQ(a->eager_rail(st, NULL, eq, 2, &q, &count), -1);
+	CHECK_EQ(a->rail_idle(st, NULL, eq, 2, 1, &q, &count), 0);
+	/* Fastest *for the packet*: a low-latency slow rail wins a tiny
+	 * packet, a high-bandwidth one a full packet. */
+	struct mrail_rail_view lb[2] = {
+		{0, 1, 0, 1e10, 5e-5, 32768, NULL, 0, 1, test_predict},
+		{1, 1, 0, 1e8, 1e-6, 32768, NULL, 0, 1, test_predict},
+	};
+	const size_t tiny[1] = {64}, big[2] = {30000, 30000};
+	struct mrail_send_queue qt = queue(tiny, 1, 65536);
+	struct mrail_send_queue qb = queue(big, 2, 65536);
+	CHECK_EQ(a->eager_rail(st, NULL, lb, 2, &qt, &count), 1);
+	CHECK_EQ(count, 1);
+	CHECK_EQ(a->eager_rail(st, NULL, lb, 2, &qb, &count), 0);
+	CHECK_EQ(count, 2);
+	/* Rendezvous: whole, on the rail that finishes first counting its
+	 * queued work: rail 2 (fastest) unless it is busy long enough. */
+	int n = a->rdv_split(st, NULL, v, 3, 1 << 20, c, MRAIL_MAX_CHUNKS);
+	check_plan(c, n, 3, 1 << 20);
+	CHECK(n == 1 && c[0].rail == 2);
+	v[2].busy_until = 1e-3;
+	n = a->rdv_split(st, NULL, v, 3, 1 << 20, c, MRAIL_MAX_CHUNKS);
+	check_plan(c, n, 3, 1 << 20);
+	CHECK(n == 1 && c[0].rail == 0);
+	a->fini(st);
+	CHECK(a->init("x=1", &st) == MRAIL_ERR_CONFIG);
+	CHECK(a->init("chunk=4k", &st) == MRAIL_ERR_CONFIG);
+}
+
 int main(void)
 {
 	/* index, idle, backlog, bandwidth, latency, eager_max, model,
@@ -119,6 +198,7 @@ int main(void)
 	test_queue_helpers();
 	test_packing(v, 3);
 	test_greedy_packets(v, 3);
+	test_aggreg();
 
 	CHECK(iso->init("chunks=4,min_chunk=1", &st) == MRAIL_OK);
 	uint64_t lens[] = {1, 2, 11, 4096, 1000003, 1ULL << 33};
