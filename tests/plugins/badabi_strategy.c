@@ -1,5 +1,5 @@
 /* A plugin built for another strategy ABI: loading it must fail cleanly. */
-#include "strategies/strategy.h"
+#include <mrail/strategy.h>
 
 static int bad_init(const char *args, void **state)
 {

@@ -3,13 +3,14 @@
  * every rendezvous payload in one chunk on the last rail of the gate, eager
  * packets (every queued message that fits) on the last rail when it is
  * idle. It keeps a small per-peer state (packets decided per peer) to show
- * peer_init/peer_fini. Built as example.so:
+ * peer_init/peer_fini. Needs only the installed headers; built as
+ * example.so:
  *
- *   cc -shared -fPIC -fvisibility=hidden -I<libmrail source tree> \
- *      -I<libmrail source tree>/include -o example.so example_strategy.c
+ *   cc -shared -fPIC -fvisibility=hidden $(pkg-config --cflags mrail) \
+ *      -o example.so example_strategy.c
  */
-#include "mrail.h"               /* MRAIL_OK, MRAIL_ERR_CONFIG */
-#include "strategies/strategy.h"
+#include <mrail.h>               /* MRAIL_OK, MRAIL_ERR_CONFIG */
+#include <mrail/strategy.h>
 
 #include <stddef.h>
 #include <stdlib.h>
