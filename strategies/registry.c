@@ -9,6 +9,7 @@ extern const struct mrail_strategy_ops mrail_pin_strategy_ops;
 extern const struct mrail_strategy_ops mrail_split_strategy_ops;
 extern const struct mrail_strategy_ops mrail_bw_strategy_ops;
 extern const struct mrail_strategy_ops mrail_greedy_strategy_ops;
+extern const struct mrail_strategy_ops mrail_aggreg_strategy_ops;
 
 static const struct mrail_strategy_ops *const strategies[] = {
 	&mrail_single_strategy_ops,
@@ -17,6 +18,7 @@ static const struct mrail_strategy_ops *const strategies[] = {
 	&mrail_split_strategy_ops,
 	&mrail_bw_strategy_ops,
 	&mrail_greedy_strategy_ops,
+	&mrail_aggreg_strategy_ops,
 };
 
 const struct mrail_strategy_ops *mrail_strategy_find(const char *name)
@@ -29,5 +31,5 @@ const struct mrail_strategy_ops *mrail_strategy_find(const char *name)
 
 const char *mrail_strategy_names(void)
 {
-	return "single, iso, pin, split, bw, greedy";
+	return "single, iso, pin, split, bw, greedy, aggreg";
 }

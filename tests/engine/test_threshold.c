@@ -25,7 +25,7 @@ static void file_profile(void)
 	};
 	memset(&p, 0, sizeof p);
 	snprintf(p.id.driver, sizeof p.id.driver, "tcp");
-	snprintf(p.id.local, sizeof p.id.local, "lo");
+	snprintf(p.id.local, sizeof p.id.local, "lo@127.0.0.1");
 	snprintf(p.id.peer, sizeof p.id.peer, "lo@127.0.0.1#0");
 	snprintf(p.tool, sizeof p.tool, "test_threshold");
 	snprintf(p.statistic, sizeof p.statistic, "made up");

@@ -1,5 +1,5 @@
 /* A plugin built for another strategy ABI: loading it must fail cleanly. */
-#include "strategies/strategy.h"
+#include <mrail/strategy.h>
 
 static int bad_init(const char *args, void **state)
 {
@@ -13,21 +13,25 @@ static void bad_fini(void *state)
 	(void)state;
 }
 
-static int bad_eager_rail(void *state, const struct mrail_rail_view *rails,
-			  unsigned n, size_t bytes)
+static int bad_eager_rail(void *state, void *peer,
+			  const struct mrail_rail_view *rails, unsigned n,
+			  const struct mrail_send_queue *q, unsigned *count)
 {
 	(void)state;
+	(void)peer;
 	(void)rails;
 	(void)n;
-	(void)bytes;
+	(void)q;
+	*count = 1;
 	return 0;
 }
 
-static int bad_rdv_split(void *state, const struct mrail_rail_view *rails,
-			 unsigned n, uint64_t length, struct mrail_chunk *out,
-			 unsigned max)
+static int bad_rdv_split(void *state, void *peer,
+			 const struct mrail_rail_view *rails, unsigned n,
+			 uint64_t length, struct mrail_chunk *out, unsigned max)
 {
 	(void)state;
+	(void)peer;
 	(void)rails;
 	(void)n;
 	(void)max;

@@ -1,5 +1,5 @@
 /* A plugin whose ops table lacks an operation: loading it must fail. */
-#include "strategies/strategy.h"
+#include <mrail/strategy.h>
 
 __attribute__((visibility("default")))
 const struct mrail_strategy_ops mrail_strategy_plugin = {

@@ -43,6 +43,16 @@ static void expect_log(const char *what)
 	}
 }
 
+/* What the engine's views predict without a model. */
+static double nominal_predict(const struct mrail_rail_view *v, uint64_t bytes)
+{
+	return v->time_scale * (v->latency + (double)bytes / v->bandwidth);
+}
+
+/* A queue view of one message of 100 record bytes. */
+static const size_t one_rec[1] = {100};
+static const struct mrail_send_queue one_msg = {1, 0, one_rec, 65536};
+
 static void views(struct mrail_rail_view *v, unsigned n, const double *bw)
 {
 	memset(v, 0, n * sizeof *v);
@@ -52,6 +62,8 @@ static void views(struct mrail_rail_view *v, unsigned n, const double *bw)
 		v[i].bandwidth = bw[i];
 		v[i].latency = 10e-6;
 		v[i].eager_max = 65536;
+		v[i].time_scale = 1;
+		v[i].predict = nominal_predict;
 	}
 }
 
@@ -78,7 +90,7 @@ static int plan(const char *name, const char *args,
 	void *st = NULL;
 	CHECK(o);
 	CHECK_EQ(o->init(args, &st), MRAIL_OK);
-	int cnt = o->rdv_split(st, v, n, length, out, max);
+	int cnt = o->rdv_split(st, NULL, v, n, length, out, max);
 	o->fini(st);
 	check_cover(out, cnt, n, length, max);
 	return cnt;
@@ -128,12 +140,14 @@ static void test_bw(void)
 	CHECK_EQ(o->init("chunks=2", &st), MRAIL_ERR_CONFIG);
 	CHECK_EQ(o->init("min_chunk", &st), MRAIL_ERR_CONFIG);
 	/* Eager: the fastest idle rail. */
+	unsigned count = 0;
 	CHECK_EQ(o->init("", &st), MRAIL_OK);
-	CHECK_EQ(o->eager_rail(st, v, 3, 100), 0);
+	CHECK_EQ(o->eager_rail(st, NULL, v, 3, &one_msg, &count), 0);
+	CHECK_EQ(count, 1);
 	v[0].idle = 0;
-	CHECK_EQ(o->eager_rail(st, v, 3, 100), 1);
+	CHECK_EQ(o->eager_rail(st, NULL, v, 3, &one_msg, &count), 1);
 	v[1].idle = v[2].idle = 0;
-	CHECK_EQ(o->eager_rail(st, v, 3, 100), -1);
+	CHECK_EQ(o->eager_rail(st, NULL, v, 3, &one_msg, &count), -1);
 	o->fini(st);
 }
 
@@ -166,12 +180,27 @@ static void test_greedy(void)
 	/* Eager: first idle in index order, whatever the bandwidth. */
 	const struct mrail_strategy_ops *o = mrail_strategy_find("greedy");
 	void *st = NULL;
+	/* One message per packet however many are queued and fit. */
+	const size_t recs[4] = {100, 100, 100, 100};
+	const struct mrail_send_queue q = {4, 1, recs, 65536};
+	unsigned count = 0;
 	CHECK_EQ(o->init("", &st), MRAIL_OK);
-	CHECK_EQ(o->eager_rail(st, v, 3, 100), 1);
+	CHECK_EQ(o->eager_rail(st, NULL, v, 3, &q, &count), 1);
+	CHECK_EQ(count, 1);
 	v[0].idle = 1;
-	CHECK_EQ(o->eager_rail(st, v, 3, 100), 0);
+	count = 0;
+	CHECK_EQ(o->eager_rail(st, NULL, v, 3, &q, &count), 0);
+	CHECK_EQ(count, 1);
+	/* Any rail that becomes idle takes the next message, even the
+	 * slowest one. */
+	CHECK(o->rail_idle);
+	for (unsigned i = 0; i < 3; i++) {
+		count = 0;
+		CHECK_EQ(o->rail_idle(st, NULL, v, 3, i, &q, &count), 1);
+		CHECK_EQ(count, 1);
+	}
 	v[0].idle = v[1].idle = v[2].idle = 0;
-	CHECK_EQ(o->eager_rail(st, v, 3, 100), -1);
+	CHECK_EQ(o->eager_rail(st, NULL, v, 3, &q, &count), -1);
 	o->fini(st);
 	CHECK_EQ(o->init("chunk=0", &st), MRAIL_ERR_CONFIG);
 	CHECK_EQ(o->init("min_chunk=4k", &st), MRAIL_ERR_CONFIG);
@@ -204,10 +233,22 @@ int main(void)
 	struct mrail_chunk c[MRAIL_MAX_CHUNKS];
 	const double bw[3] = {1e9, 1e9, 1e9};
 	views(v, 3, bw);
-	CHECK_EQ(ops->rdv_split(st, v, 3, 12345, c, MRAIL_MAX_CHUNKS), 1);
+	void *peer = NULL;
+	CHECK(ops->peer_init && ops->peer_fini && !ops->rail_idle);
+	CHECK_EQ(ops->peer_init(st, 1, &peer), MRAIL_OK);
+	CHECK(peer);
+	CHECK_EQ(ops->rdv_split(st, peer, v, 3, 12345, c, MRAIL_MAX_CHUNKS), 1);
 	CHECK_EQ(c[0].rail, 2);
 	CHECK_EQ(c[0].length, 12345);
-	CHECK_EQ(ops->eager_rail(st, v, 3, 10), 2);
+	/* Eager: what fits of the queue, on the last rail if idle. */
+	const size_t recs[3] = {40000, 20000, 10000};
+	const struct mrail_send_queue q = {3, 0, recs, 65000};
+	unsigned count = 0;
+	CHECK_EQ(ops->eager_rail(st, peer, v, 3, &q, &count), 2);
+	CHECK_EQ(count, 2);
+	v[2].idle = 0;
+	CHECK_EQ(ops->eager_rail(st, peer, v, 3, &q, &count), -1);
+	ops->peer_fini(st, peer);
 	ops->fini(st);
 	mrail_strategy_unload(h);
 
@@ -221,7 +262,7 @@ int main(void)
 	/* Wrong ABI, found as libmrail-strategy-badabi.so. */
 	CHECK_EQ(create_with("badabi"), MRAIL_ERR_CONFIG);
 	expect_log("libmrail-strategy-badabi.so has strategy ABI 999, this "
-		   "libmrail needs 1");
+		   "libmrail needs 2");
 	/* An op missing. */
 	CHECK_EQ(create_with("noop"), MRAIL_ERR_CONFIG);
 	expect_log("noop.so has no init operation");

@@ -120,8 +120,21 @@ static struct mrail_rail_model *random_model(void)
 
 static double at(const struct mrail_split_rail *r, uint64_t s)
 {
-	return r->busy_until +
-	       (r->scale > 0 ? r->scale : 1.0) * mrail_predict(r->model, s);
+	double k = r->scale > 0 ? r->scale : 1.0;
+	return r->busy_until + k * mrail_predict(r->model, s);
+}
+
+/* A measured time scale: mostly none (1, or 0 meaning 1), else 0.5..3. */
+static double rnd_scale(void)
+{
+	switch (rnd() % 4) {
+	case 0:
+		return 0;
+	case 1:
+		return unif(0.5, 3);
+	default:
+		return 1;
+	}
 }
 
 /* Finish of an assignment sizes[0..n) (0: rail unused). */
@@ -279,6 +292,13 @@ static void test_errors(void)
 	CHECK_EQ(mrail_split_plan(r, 2, 100, NULL, out, NULL),
 		 MRAIL_ERR_INVALID);
 	r[1].busy_until = 0;
+	r[1].scale = -1;
+	CHECK_EQ(mrail_split_plan(r, 2, 100, NULL, out, NULL),
+		 MRAIL_ERR_INVALID);
+	r[1].scale = NAN;
+	CHECK_EQ(mrail_split_plan(r, 2, 100, NULL, out, NULL),
+		 MRAIL_ERR_INVALID);
+	r[1].scale = 1;
 	r[1].model = NULL;
 	CHECK_EQ(mrail_split_plan(r, 2, 100, NULL, out, NULL),
 		 MRAIL_ERR_INVALID);
@@ -306,6 +326,13 @@ static void test_equal_rails(void)
 	/* 1 byte: cannot be split */
 	plan(r, 2, 1, 0, 0, s, &c);
 	CHECK_EQ(c, 1);
+	/* Rail 1 measured 3x slower than its model: a quarter of the bytes
+	 * (latency is negligible at 8 MiB). */
+	r[1].scale = 3;
+	t = plan(r, 2, 8 * MiB, 0, 0, s, &c);
+	CHECK_EQ(c, 2);
+	CHECK(s[1] > 2 * MiB - 8 * KiB && s[1] < 2 * MiB + 8 * KiB);
+	r[1].scale = 1;
 	free_rails(r, 2);
 }
 
@@ -323,8 +350,7 @@ static void test_equal_finish(void)
 			r[i].model = rnd() % 2 ? nominal(bw, lat)
 					       : profiled(bw, lat, 0);
 			r[i].busy_until = rnd() % 3 ? 0 : logu(1e-7, 1e-2);
-			/* a measured time scale on some rails */
-			r[i].scale = rnd() % 2 ? 0 : unif(0.5, 2.0);
+			r[i].scale = rnd_scale();
 		}
 		uint64_t len = (uint64_t)logu(1024, 4.0 * GiB);
 		uint64_t s[MAXR];
@@ -404,7 +430,7 @@ static void test_leave_out(void)
 		for (unsigned i = 0; i < n; i++) {
 			rr[i].model = random_model();
 			rr[i].busy_until = rnd() % 2 ? 0 : logu(1e-6, 1e-2);
-			rr[i].scale = 0;
+			rr[i].scale = rnd_scale();
 		}
 		uint64_t len = (uint64_t)logu(1, 256.0 * MiB);
 		uint64_t mc = rnd() % 2 ? 0 : (uint64_t)logu(1, 1 * MiB);
@@ -471,7 +497,7 @@ static void test_baselines(void)
 		for (unsigned i = 0; i < n; i++) {
 			r[i].model = random_model();
 			r[i].busy_until = rnd() % 2 ? 0 : logu(1e-7, 1e-2);
-			r[i].scale = 0;
+			r[i].scale = rnd_scale();
 		}
 		uint64_t len = (uint64_t)logu(1, 4.0 * GiB), s[MAXR];
 		double t = plan(r, n, len, 0, 0, s, NULL);
@@ -511,6 +537,7 @@ static void test_limits(void)
 		mrail_model_free((struct mrail_rail_model *)r[i].model);
 		r[i].model = random_model();
 		r[i].busy_until = i % 3 ? 0 : 1e-4 * i;
+		r[i].scale = i % 4 ? 1 : 2;
 	}
 	for (unsigned n = 1; n <= MAXR; n++)
 		for (uint64_t len = 1; len <= 4 * GiB; len *= 2)
@@ -535,7 +562,7 @@ static void test_reference2(void)
 		for (unsigned i = 0; i < 2; i++) {
 			r[i].model = random_model();
 			r[i].busy_until = rnd() % 2 ? 0 : logu(1e-7, 1e-3);
-			r[i].scale = 0;
+			r[i].scale = rnd_scale();
 		}
 		uint64_t len = (uint64_t)logu(1, 1.0 * GiB), s[2];
 		double t = plan(r, 2, len, 0, 0, s, NULL);
