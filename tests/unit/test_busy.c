@@ -125,6 +125,10 @@ int main(void)
 	now = mrail_now();
 	CHECK(near(busy_until(&a, VIEW_RECV, now), 0.050, 0.002));
 	CHECK(busy_until(&b, VIEW_RECV, now) == 0);
+	busy_rail_close(&r);
+	busy_rail_close(&r2);
+	busy_rail_close(&a);
+	busy_rail_close(&b);
 	puts("test_busy: ok");
 	return 0;
 }
