@@ -1,17 +1,18 @@
 #!/bin/sh
 # peers.sh: the concurrent-traffic scenario on netlab (docs/peers.md). As root:
 #   bench/peers.sh [--build DIR] [--rails 1000mbit,400mbit] [--out DIR]
-#                  [--prefix NAME] [--no-sample] [--quiet PCT]
+#                  [--prefix NAME] [--no-sample] [--quiet PCT] [--cc NAME]
 #                  [-- mrail-peers options...]
 # Builds a 3-host lab, profiles the rails h0-h1 and h0-h2 with mrail-sample
 # (into OUT/profiles, used by the split strategy), runs mrail-peers across
 # the hosts (rank 0 on h0 sends to h1 and h2) with --csv OUT/peers.csv,
 # plots OUT/peers.png when gnuplot is there, and always tears the lab down.
 # --quiet PCT: before profiling and before the run, wait (up to 10 min)
-# until the machine is at most PCT % busy over 1 s.
+# until the machine is at most PCT % busy over 1 s. --cc: the lab's TCP
+# congestion control (netlab up --cc; default: the kernel's).
 set -eu
 
-BUILD=build RAILS=1000mbit,400mbit OUT= PREFIX=peers SAMPLE=1 QUIET=
+BUILD=build RAILS=1000mbit,400mbit OUT= PREFIX=peers SAMPLE=1 QUIET= CC=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) BUILD=$2; shift 2 ;;
@@ -19,10 +20,11 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift 2 ;;
 	--prefix) PREFIX=$2; shift 2 ;;
 	--no-sample) SAMPLE=0; shift ;;
+	--cc) CC=$2; shift 2 ;;
 	--quiet) QUIET=$2; shift 2
 		case $QUIET in ""|*[!0-9]*) echo "peers.sh: bad --quiet '$QUIET' (a busy percentage)" >&2; exit 2 ;; esac ;;
 	--) shift; break ;;
-	-h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,12p' "$0"; exit 0 ;;
 	*) echo "peers.sh: unknown option '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -66,7 +68,8 @@ cleanup() { "$NETLAB" --prefix "$PREFIX" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$NETLAB" --prefix "$PREFIX" up --hosts 3 --rails "$RAILS" --base auto
+"$NETLAB" --prefix "$PREFIX" up --hosts 3 --rails "$RAILS" --base auto \
+	${CC:+--cc "$CC"}
 MGMT=$("$NETLAB" --prefix "$PREFIX" addr h0 mgmt)
 BIND=${MGMT%.*}.254
 export MRAIL_PROFILE_DIR="$OUT/profiles"
@@ -84,7 +87,7 @@ run() {
 
 {
 	echo "# peers.sh $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -r) $(nproc) CPUs"
-	echo "# rails $RAILS ($LIST), lab $PREFIX (3 hosts), management $BIND"
+	echo "# rails $RAILS ($LIST), lab $PREFIX (3 hosts), management $BIND, TCP $(ip netns exec "$PREFIX-h0" sysctl -n net.ipv4.tcp_congestion_control)"
 	echo "# load before: $(cat /proc/loadavg) (other jobs on the machine disturb the times)"
 } | tee "$OUT/peers.txt"
 if [ "$SAMPLE" = 1 ]; then
