@@ -6,8 +6,9 @@
  * (strategies/split/plan.c). Eager packets take the idle rail predicted to
  * deliver them first. Options: min_chunk=BYTES (default 16 KiB: with
  * 64 KiB the slow rail's share of 64–128 KiB messages was dropped),
- * max_chunks=N (default 64), busy=0 to plan as if every rail were free
- * (for measuring what busy-until accounting brings).
+ * max_chunks=N (default 64), busy=0 to plan payloads and place eager
+ * packets as if every rail were free (for measuring what busy-until
+ * accounting brings).
  */
 #include "mrail.h"
 #include "sampler/predict.h"
@@ -56,9 +57,17 @@ static int split_eager_rail(void *state, void *peer,
 			    const struct mrail_rail_view *rails, unsigned n,
 			    const struct mrail_send_queue *q, unsigned *count)
 {
-	(void)state;
+	const struct split_state *s = state;
+	struct mrail_rail_view free_views[MRAIL_MAX_RAILS];
 	(void)peer;
 	*count = mrail_send_queue_fit(q);
+	if (!s->use_busy) { /* busy=0: as if every rail were free */
+		for (unsigned i = 0; i < n && i < MRAIL_MAX_RAILS; i++) {
+			free_views[i] = rails[i];
+			free_views[i].busy_until = 0;
+		}
+		rails = free_views;
+	}
 	return mrail_strategy_earliest_idle_finish(
 		rails, n, mrail_send_queue_bytes(q, *count));
 }
