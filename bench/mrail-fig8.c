@@ -28,7 +28,8 @@
 #define TAG_DATA 0x0f18ULL
 #define TAG_ACK  0x0f19ULL
 #define TAG_SYNC 0x0f1aULL
-#define MAX_CONF (FIG8_MAX_RAILS + 3)
+#define MAX_EXTRA 4
+#define MAX_CONF (FIG8_MAX_RAILS + 3 + MAX_EXTRA)
 #define MAX_SIZES 40
 #define WINDOW_MAX 64
 
@@ -183,12 +184,31 @@ static void search(double s, int r, int left, double cur)
 	}
 }
 
+static void rail_stats_table(void)
+{
+	printf("\nreceiver's rail counters per configuration (whole run): "
+	       "payload MB, chunks, rx busy s, time scale\n");
+	for (int k = 0; k < nconf; k++) {
+		printf("  %-6s", confs[k].name);
+		for (int r = 0; r < nrails; r++) {
+			struct mrail_rail_stats st;
+			MRAIL_CHECK(mrail_rail_stats(confs[k].e, peer, r, &st));
+			printf("  r%d %8.1f %6llu %7.2f %5.2f", r,
+			       (double)st.rx_bytes / 1e6,
+			       (unsigned long long)st.rx_chunks,
+			       st.rx_busy_seconds, st.time_scale);
+		}
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
 /* ---- main -------------------------------------------------------------- */
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: mrail-run -n 2 mrail-fig8 [--min-size 4K] "
 		"[--max-size 64M] [--reps 5] [--bytes 8M] [--window 8] "
-		"[--csv FILE]\n");
+		"[--csv FILE] [--verbose] [--extra NAME=STRATEGY]...\n");
 }
 
 static double median(double *v, int n)
@@ -201,13 +221,16 @@ static double median(double *v, int n)
 int main(int argc, char **argv)
 {
 	size_t min_size = 4096, max_size = 64u << 20, bytes = 8u << 20;
-	int reps = 5, window = 8;
+	int reps = 5, window = 8, verbose = 0;
 	const char *csv = NULL;
 	static const struct option lo[] = {
 		{"min-size", 1, 0, 'a'}, {"max-size", 1, 0, 'b'},
 		{"reps", 1, 0, 'r'}, {"bytes", 1, 0, 'B'},
 		{"window", 1, 0, 'w'}, {"csv", 1, 0, 'c'},
+		{"verbose", 0, 0, 'v'}, {"extra", 1, 0, 'x'},
 		{"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+	const char *extra[MAX_EXTRA];
+	int nextra = 0;
 	int ch;
 
 	bench_set_ident("mrail-fig8", -1);
@@ -237,6 +260,16 @@ int main(int argc, char **argv)
 					  WINDOW_MAX);
 			break;
 		case 'c': csv = optarg; break;
+		case 'v': verbose = 1; break;
+		case 'x':
+			if (nextra == MAX_EXTRA || !strchr(optarg, '=') ||
+			    strchr(optarg, '=') == optarg ||
+			    strchr(optarg, '=') - optarg >= 8)
+				bench_die("bad --extra '%s' (NAME=STRATEGY, NAME "
+					  "1..7 characters, at most %d)", optarg,
+					  MAX_EXTRA);
+			extra[nextra++] = optarg;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -267,6 +300,12 @@ int main(int argc, char **argv)
 	add_conf("iso", "iso");
 	add_conf("bw", "bw");
 	add_conf("split", "split");
+	for (int x = 0; x < nextra; x++) {
+		char name[8];
+		const char *eq = strchr(extra[x], '=');
+		snprintf(name, sizeof name, "%.*s", (int)(eq - extra[x]), extra[x]);
+		add_conf(name, eq + 1);
+	}
 	const int ciso = nrails, cbw = nrails + 1, csplit = nrails + 2;
 
 	if (rank == 0) {
@@ -316,6 +355,12 @@ int main(int argc, char **argv)
 			for (int k = 0; k < nconf; k++)
 				printf(" %s %.1f", confs[k].name, mbs[i][k]);
 			printf("\n");
+			for (int k = 0; verbose && k < nconf; k++) {
+				printf("#   %-6s", confs[k].name);
+				for (int rep = 0; rep < reps; rep++)
+					printf(" %.1f", samp[k * reps + rep]);
+				printf("\n");
+			}
 			fflush(stdout);
 		}
 	}
@@ -434,6 +479,11 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 
+	/* How each configuration spread the traffic, seen by the receiver
+	 * (it plans the payloads and measures the chunks). */
+	barrier(confs[0].e);
+	if (rank == 1)
+		rail_stats_table();
 	for (int k = nconf - 1; k >= 0; k--)
 		mrail_engine_destroy(confs[k].e);
 	free(samp);

@@ -131,6 +131,7 @@ struct rail {
 	unsigned tx_ops;          /* posted send_ops not completed */
 	double tx_busy_since;
 	double remote_tx_free_at; /* sender's queue on this rail empties */
+	double tx_own_free_at;    /* what this rail queued on its NIC left */
 };
 
 /*
@@ -364,6 +365,8 @@ void busy_tx_post(struct rail *r, uint64_t charge_bytes);
 void busy_tx_done(struct rail *r);
 void busy_tx_reserve(struct gate *g, uint64_t bytes);
 double busy_tx_left(const struct rail *r, double now);
+/* busy_tx_left minus this rail's own share: what other peers queued. */
+double busy_tx_others(const struct rail *r, double now);
 void busy_remote_tx(struct gate *g, const uint32_t *us, unsigned n);
 double busy_until(const struct rail *r, enum view_dir dir, double now);
 /* The rail's counters, busy periods still open counted up to now. */

@@ -20,9 +20,9 @@ static unsigned busy_entries(const struct gate *g)
 
 /*
  * Tell the receiver, before the first request of the packet, how long each
- * of this host's NICs under the gate's rails is still busy sending (it
- * plans the payload). Counted before this packet's requests reserve their
- * own share.
+ * of this host's NICs under the gate's rails is still busy sending for
+ * other peers (it plans the payload, and counts what it asked of us
+ * itself).
  */
 static void put_busy(struct gate *g, struct send_op *op)
 {
@@ -32,7 +32,7 @@ static void put_busy(struct gate *g, struct send_op *op)
 	for (unsigned i = 0; i < n; i++) {
 		if (!g->rails[i])
 			continue;
-		double t = busy_tx_left(g->rails[i], now) * 1e6;
+		double t = busy_tx_others(g->rails[i], now) * 1e6;
 		us[i] = t >= 4e9 ? UINT32_MAX : (uint32_t)t;
 	}
 	op->len += mrail_wire_put_busy(op->buf + op->len, us, n);

@@ -120,6 +120,12 @@ int main(void)
 	now = mrail_now();
 	CHECK(near(busy_tx_left(&a, now), 0.010, 0.002));
 	CHECK(near(busy_tx_left(&b, now), 0.010, 0.002));
+	/* The sender reports to a peer only what other peers queued. */
+	CHECK(busy_tx_others(&a, now) < 1e-4);
+	struct rail a2;
+	make_rail(&a2, &la, 300 * MB); /* another peer, same NIC */
+	CHECK(near(busy_tx_others(&a2, now), 0.010, 0.002));
+	busy_rail_close(&a2);
 	const uint32_t us[3] = {50000, 0, 99};
 	busy_remote_tx(&g, us, 3); /* one entry too many: ignored */
 	now = mrail_now();
