@@ -9,10 +9,12 @@
 # plots OUT/peers.png when gnuplot is there, and always tears the lab down.
 # --quiet PCT: before profiling and before the run, wait (up to 10 min)
 # until the machine is at most PCT % busy over 1 s. --cc: the lab's TCP
-# congestion control (netlab up --cc; default: the kernel's).
+# congestion control (netlab up --cc; default cubic: with bbr, two
+# streams sharing a shaped rail overrun its queue and stall for ~200 ms,
+# docs/peers.md; --cc '' keeps the kernel's).
 set -eu
 
-BUILD=build RAILS=1000mbit,400mbit OUT= PREFIX=peers SAMPLE=1 QUIET= CC=
+BUILD=build RAILS=1000mbit,400mbit OUT= PREFIX=peers SAMPLE=1 QUIET= CC=cubic
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) BUILD=$2; shift 2 ;;
