@@ -14,9 +14,9 @@
  * Sending: each NIC keeps the predicted moment what this host queued on
  * it will have left: eager packets when posted, and for a rendezvous
  * request, as soon as its RTS leaves, the payload spread over the gate's
- * rails in proportion to their bandwidth (the receiver plans the real
- * split later; reserving now lets a request posted next, to any peer, see
- * the load). Each rail also keeps its own share of that queue. With every
+ * rails in proportion to their bandwidth, the same time on each (the
+ * receiver plans the real split later; reserving now lets a request posted
+ * next, to any peer, see the load). Each rail also keeps its own share of that queue. With every
  * rendezvous request the sender reports, per rail, the part of its NIC's
  * queue that *other* peers put there (a BUSY record, docs/wire.md): the
  * receiver already counts, and corrects from completions, what it asked
@@ -200,8 +200,12 @@ void busy_tx_reserve(struct gate *g, uint64_t bytes)
 		struct rail *r = g->rails[i];
 		if (!r || r->state != RAIL_UP)
 			continue;
-		uint64_t share = (uint64_t)((double)bytes * (r->bandwidth / sum));
-		tx_charge(r, now, occupancy(r, share));
+		/* The same time on every rail: bytes / (sum of bandwidths).
+		 * A per-size prediction of each share would make the slow
+		 * rails look free early wherever their profile is
+		 * optimistic for medium sizes, for a split that is only a
+		 * guess anyway. */
+		tx_charge(r, now, (double)bytes / sum);
 	}
 }
 
