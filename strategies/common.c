@@ -18,13 +18,13 @@ int mrail_strategy_fastest_idle(const struct mrail_rail_view *rails,
 	return best;
 }
 
-int mrail_strategy_earliest_idle_finish(const struct mrail_rail_view *rails,
-					unsigned n, uint64_t bytes)
+static int earliest(const struct mrail_rail_view *rails, unsigned n,
+		    uint64_t bytes, int idle_only)
 {
 	int best = -1;
 	double best_t = 0;
 	for (unsigned i = 0; i < n; i++) {
-		if (!rails[i].idle)
+		if (idle_only && !rails[i].idle)
 			continue;
 		double t = rails[i].busy_until +
 			   rails[i].predict(&rails[i], bytes);
@@ -36,20 +36,26 @@ int mrail_strategy_earliest_idle_finish(const struct mrail_rail_view *rails,
 	return best;
 }
 
+int mrail_strategy_earliest_idle_finish(const struct mrail_rail_view *rails,
+					unsigned n, uint64_t bytes)
+{
+	return earliest(rails, n, bytes, 1);
+}
+
 int mrail_strategy_earliest_finish(const struct mrail_rail_view *rails,
 				   unsigned n, uint64_t bytes)
 {
-	int best = -1;
-	double best_t = 0;
-	for (unsigned i = 0; i < n; i++) {
-		double t = rails[i].busy_until +
-			   rails[i].predict(&rails[i], bytes);
-		if (best < 0 || t < best_t) {
-			best = (int)i;
-			best_t = t;
-		}
-	}
-	return best;
+	return earliest(rails, n, bytes, 0);
+}
+
+int mrail_strategy_whole(const struct mrail_rail_view *rails, unsigned n,
+			 uint64_t length, struct mrail_chunk *out)
+{
+	int r = earliest(rails, n, length, 0);
+	out[0].rail = (unsigned)(r < 0 ? 0 : r);
+	out[0].offset = 0;
+	out[0].length = length;
+	return 1;
 }
 
 static void known_keys(const struct mrail_strategy_opt *opts, unsigned n,

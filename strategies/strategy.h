@@ -56,5 +56,9 @@ int mrail_strategy_earliest_finish(const struct mrail_rail_view *rails,
 /* The same among idle rails only, or -1. */
 int mrail_strategy_earliest_idle_finish(const struct mrail_rail_view *rails,
 					unsigned n, uint64_t bytes);
+/* A plan of one chunk: the whole payload on the rail predicted to finish
+ * it first. Returns 1. */
+int mrail_strategy_whole(const struct mrail_rail_view *rails, unsigned n,
+			 uint64_t length, struct mrail_chunk *out);
 
 #endif

@@ -39,11 +39,7 @@ static int single_rdv_split(void *state, void *peer,
 	(void)state;
 	(void)peer;
 	(void)max;
-	int r = mrail_strategy_earliest_finish(rails, n, length);
-	out[0].rail = (unsigned)(r < 0 ? 0 : r);
-	out[0].offset = 0;
-	out[0].length = length;
-	return 1;
+	return mrail_strategy_whole(rails, n, length, out);
 }
 
 const struct mrail_strategy_ops mrail_single_strategy_ops = {

@@ -91,14 +91,8 @@ static int split_rdv_split(void *state, void *peer,
 	if (p.max_chunks > max)
 		p.max_chunks = max;
 	int cnt = mrail_split_plan(in, n, length, &p, out, &t);
-	if (cnt < 1) { /* no model: the rail to finish first takes it all */
-		out[0].rail = 0;
-		int r = mrail_strategy_earliest_finish(rails, n, length);
-		out[0].rail = (unsigned)(r < 0 ? 0 : r);
-		out[0].offset = 0;
-		out[0].length = length;
-		cnt = 1;
-	}
+	if (cnt < 1) /* no model: the rail to finish first takes it all */
+		cnt = mrail_strategy_whole(rails, n, length, out);
 	return cnt;
 }
 
