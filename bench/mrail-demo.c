@@ -6,8 +6,8 @@
  *
  *   mrail-run -n 2 mrail-demo
  *
- * Defaults (only when the variables are unset): MRAIL_TCP_LOOPBACK_RAILS=2,
- * MRAIL_STRATEGY=iso.
+ * Default (only when the variable is unset): MRAIL_TCP_LOOPBACK_RAILS=2.
+ * The strategy is the engine's default (split) unless MRAIL_STRATEGY says.
  */
 #include "bench_util.h"
 #include "demo_rails.h"
@@ -55,7 +55,7 @@ static void usage(FILE *f)
 "usage: mrail-run -n 2 mrail-demo [--seconds S] [--min-size B] [--max-size B]\n"
 "  Exchange 1 MiB .. 64 MiB messages for about S seconds (default 3), verify\n"
 "  their checksums and show the traffic per rail. Unless set, the demo uses\n"
-"  MRAIL_TCP_LOOPBACK_RAILS=2 and MRAIL_STRATEGY=iso.\n");
+"  MRAIL_TCP_LOOPBACK_RAILS=2; the strategy is MRAIL_STRATEGY, else split.\n");
 }
 
 static void parse(struct demo_opts *o, int argc, char **argv)
@@ -158,7 +158,6 @@ int main(int argc, char **argv)
 	parse(&o, argc, argv);
 	/* The demo's defaults; the user's environment wins. */
 	setenv("MRAIL_TCP_LOOPBACK_RAILS", "2", 0);
-	setenv("MRAIL_STRATEGY", "iso", 0);
 	MRAIL_CHECK(mrail_config_init(&cfg));
 	MRAIL_CHECK(mrail_engine_create(&cfg, &d.e));
 	d.rank = mrail_rank(d.e);

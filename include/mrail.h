@@ -118,7 +118,7 @@ struct mrail_config {
 	                              between processes of the same host, over
 	                              loopback (1..64, default 1) */
 	const char *strategy;      /* MRAIL_STRATEGY: name[:key=value,...],
-	                              default "single" */
+	                              default "split" */
 	int log_level;             /* MRAIL_LOG_LEVEL: error|warn|info|debug|trace
 	                              or 0..4, default warn */
 	const char *profile_dir;   /* MRAIL_PROFILE_DIR: rail profiles (sampler) */

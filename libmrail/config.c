@@ -118,7 +118,7 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	c->version = MRAIL_CONFIG_VERSION;
 	c->drivers = "tcp";
 	c->tcp_loopback_rails = 1;
-	c->strategy = "single";
+	c->strategy = "split";
 	c->log_level = MRAIL_LOG_WARN;
 	c->eager_max = MRAIL_EAGER_MAX_AUTO;
 	c->bootstrap = -1;

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 [ -f build/build.ninja ] || meson setup build --buildtype=release >/dev/null
 ninja -C build >/dev/null
-export MRAIL_STRATEGY="${MRAIL_STRATEGY:-iso}"
+export MRAIL_STRATEGY="${MRAIL_STRATEGY:-split}"
 
 if [ "$(id -u)" -ne 0 ] || ! ip netns list >/dev/null 2>&1; then
   echo "mrail-demo: not root, so no netlab test bed: 2 loopback rails on this host"
