@@ -1,6 +1,8 @@
 /*
  * In-band sampling at wire-up: rails with no profile get a quick model
- * from a few ping-pongs with one partner (rank r with rank r^1), each rail
+ * from a few ping-pongs with one partner (rank r with rank r^1; in a job
+ * of odd size the last rank, which has none, with rank 0 after rank 0's
+ * first round: else it would plan with nominal figures), each rail
  * alone (the pin strategy), over the real engine path, while no user
  * message can exist yet (engine creation is collective and ends with a
  * fence). Bounded: four sizes up to 256 KiB, 5 to 9 repetitions each —
@@ -144,13 +146,12 @@ static void apply(struct mrail_engine *e, const char *local_if,
 	}
 }
 
-void inband_sample(struct mrail_engine *e)
+static void sample_with(struct mrail_engine *e, uint32_t partner)
 {
-	uint32_t partner = e->rank ^ 1;
 	struct gate *g = partner < e->size ? e->gates[partner] : NULL;
 	double t0 = mrail_now();
 
-	if (!e->cfg.inband_sampling || !g || g->state != GATE_UP)
+	if (!g || g->state != GATE_UP)
 		return;
 	/* Sample if either side lacks a profile for one of its rails, and
 	 * both could get the memory: they must decide alike, so they tell
@@ -198,5 +199,20 @@ void inband_sample(struct mrail_engine *e)
 	}
 	free(p);
 	free(buf);
-	mrail_debug("in-band sampling took %.0f ms", 1e3 * (mrail_now() - t0));
+	mrail_debug("in-band sampling with %s took %.0f ms", g->name,
+		    1e3 * (mrail_now() - t0));
+}
+
+void inband_sample(struct mrail_engine *e)
+{
+	if (!e->cfg.inband_sampling || e->size < 2)
+		return;
+	uint32_t last = e->size - 1;
+	if ((e->rank ^ 1) < e->size)
+		sample_with(e, e->rank ^ 1);
+	/* Odd size: the last rank has no r^1; rank 0 serves it second. */
+	if (e->size % 2 == 1 && e->rank == 0)
+		sample_with(e, last);
+	else if (e->size % 2 == 1 && e->rank == last)
+		sample_with(e, 0);
 }
