@@ -36,10 +36,16 @@
 /* Chunks predicted to take less than this many latencies say more about
  * latency (and the RTR's trip) than about the rail's speed. */
 #define BUSY_LEARN_LATENCIES 16
-/* Weight of the newest measurement in the time scale. */
-#define BUSY_LEARN_WEIGHT 0.25
-#define BUSY_SCALE_MIN 0.25
-#define BUSY_SCALE_MAX 4.0
+/* Weight of the newest measurement in the time scale, and its bounds: a
+ * correction of the model, not a replacement (with a weight of 1/4 and
+ * bounds 0.25..4, two peers sharing a sender's NICs drove scales to 4 and
+ * plans to one rail each). */
+#define BUSY_LEARN_WEIGHT 0.125
+#define BUSY_SCALE_MIN 0.5
+#define BUSY_SCALE_MAX 2.0
+/* A rail left out of a plan keeps no stale correction: its scale moves
+ * this far back towards 1 (what kept it out may have been the scale). */
+#define BUSY_SCALE_FADE 0.25
 
 static double predict_raw(const struct rail *r, uint64_t bytes)
 {
@@ -97,6 +103,9 @@ void busy_rx_expect(struct rail *r, uint64_t bytes)
 	x->left = bytes;
 	x->posted = now;
 	x->due = l->rx_free_at;
+	/* Other peers' chunks on this NIC, or the sender's NIC busy with
+	 * other peers: this chunk's duration will not be the rail's alone. */
+	x->shared = l->rx_pending > r->rx_count || r->remote_tx_free_at > now;
 	if (r->rx_count++ == 0)
 		r->rx_busy_since = now;
 	l->rx_pending++;
@@ -105,7 +114,11 @@ void busy_rx_expect(struct rail *r, uint64_t bytes)
 static void learn(struct rail *r, const struct rx_expect *x, double now)
 {
 	double pred = predict_raw(r, x->bytes);
-	if (!(pred >= BUSY_LEARN_LATENCIES * r->latency))
+	/* Small chunks measure latency; chunks that shared a NIC with other
+	 * peers' traffic measure the sharing, which busy-until counts
+	 * already. Neither says how fast the rail is. */
+	if (!(pred >= BUSY_LEARN_LATENCIES * r->latency) || x->shared ||
+	    r->local->rx_pending > r->rx_count)
 		return;
 	double start = later(x->posted, r->rx_last_done);
 	double ratio = (now - start) / pred;
@@ -141,6 +154,11 @@ void busy_rx_arrived(struct rail *r, uint64_t bytes)
 	}
 	if (l->rx_pending == 0)
 		l->rx_free_at = now;
+}
+
+void busy_scale_fade(struct rail *r)
+{
+	r->time_scale = 1.0 + (1.0 - BUSY_SCALE_FADE) * (r->time_scale - 1.0);
 }
 
 /* The rail is gone: what it expected will not come. */

@@ -98,6 +98,7 @@ struct rx_expect {
 	uint64_t bytes, left;
 	double posted;            /* when its RTR left */
 	double due;               /* predicted arrival of its last byte */
+	int shared;               /* other traffic on the NICs meanwhile */
 };
 
 struct rail {
@@ -361,6 +362,8 @@ void busy_rail_init(struct rail *r);
 void busy_rail_close(struct rail *r);
 void busy_rx_expect(struct rail *r, uint64_t bytes);
 void busy_rx_arrived(struct rail *r, uint64_t bytes);
+/* A plan left this rail out: its time scale fades towards 1. */
+void busy_scale_fade(struct rail *r);
 void busy_tx_post(struct rail *r, uint64_t charge_bytes);
 void busy_tx_done(struct rail *r);
 void busy_tx_reserve(struct gate *g, uint64_t bytes);

@@ -66,6 +66,27 @@ static int post_rtrs(struct mrail_engine *e, struct gate *g,
 	return MRAIL_OK;
 }
 
+/* The plan and what it was made from, for MRAIL_LOG_LEVEL=debug. */
+static void log_plan(const struct gate *g, const struct mrail_rail_view *v,
+		     unsigned n, const struct mrail_chunk *c, int cnt,
+		     uint64_t len)
+{
+	char buf[512];
+	size_t off = 0;
+	for (unsigned i = 0; i < n && off < sizeof buf; i++) {
+		uint64_t bytes = 0;
+		for (int k = 0; k < cnt; k++)
+			if (c[k].rail == i)
+				bytes += c[k].length;
+		off += (size_t)snprintf(buf + off, sizeof buf - off,
+					" r%u:%llu busy %.0fus scale %.2f",
+					v[i].index, (unsigned long long)bytes,
+					1e6 * v[i].busy_until, v[i].time_scale);
+	}
+	mrail_debug("%s: plan for %llu bytes:%s", g->name,
+		    (unsigned long long)len, buf);
+}
+
 void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
 		    struct gate *g, uint64_t tag, uint64_t msg_len,
 		    uint64_t send_id)
@@ -110,6 +131,15 @@ void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
 			chunks[0] = (struct mrail_chunk){0, 0, take};
 			cnt = 1;
 		}
+	}
+	if (MRAIL_LOG_DEBUG <= mrail_log_level)
+		log_plan(g, views, n, chunks, cnt, take);
+	for (unsigned v = 0; v < n && take > 0; v++) {
+		int used = 0;
+		for (int k = 0; k < cnt && !used; k++)
+			used = chunks[k].rail == v;
+		if (!used)
+			busy_scale_fade(g->rails[views[v].index]);
 	}
 	rc = post_rtrs(e, g, views, n, chunks, cnt, r);
 	if (take == 0)

@@ -46,24 +46,49 @@ int main(void)
 	CHECK(near(busy_until(&r2, VIEW_RECV, now), 0.020, 0.002));
 	CHECK(busy_until(&r, VIEW_SEND, now) == 0); /* other direction */
 
-	/* The first arrives at once, far earlier than predicted: the time
-	 * scale drops (by the learning weight, clamped) and the remaining
-	 * schedule moves earlier by the error. */
+	/* The first arrives at once, far earlier than predicted: the
+	 * remaining schedule moves earlier by the error; the NIC was shared
+	 * with another peer's chunk, so the time scale learns nothing. */
 	busy_rx_arrived(&r, 600000);
-	CHECK(r.time_scale == 1.0); /* not complete yet */
 	busy_rx_arrived(&r, 400000);
-	CHECK(r.time_scale < 1.0 && r.time_scale >= 0.75 - 1e-9);
+	CHECK(r.time_scale == 1.0);
 	now = mrail_now();
 	CHECK(busy_until(&r2, VIEW_RECV, now) < 0.012);
 	CHECK(r.rx_count == 0 && r2.rx_count == 1 && l.rx_pending == 1);
 	struct mrail_rail_stats st;
+	double before;
 	rail_read_stats(&r, &st);
 	CHECK(st.rx_busy_seconds > 0 && st.rx_busy_seconds < 0.5);
 	CHECK(st.time_scale == r.time_scale);
 
+	/* Alone on its NIC, a chunk far faster than predicted lowers the
+	 * scale by the learning weight (1/8), within its bounds; a plan that
+	 * leaves the rail out fades the scale back towards 1. */
+	struct local_rail l2;
+	struct rail solo;
+	memset(&l2, 0, sizeof l2);
+	make_rail(&solo, &l2, 100 * MB);
+	busy_rx_expect(&solo, 1000000);
+	busy_rx_arrived(&solo, 1000000);
+	CHECK(solo.time_scale < 1.0 && solo.time_scale >= 0.875 - 1e-9);
+	for (int i = 0; i < 40; i++) {
+		busy_rx_expect(&solo, 1000000);
+		busy_rx_arrived(&solo, 1000000);
+	}
+	CHECK(solo.time_scale == 0.5); /* the lower bound */
+	busy_scale_fade(&solo);
+	CHECK(near(solo.time_scale, 0.625, 1e-9));
+	/* The sender busy with other peers: no learning either. */
+	before = solo.time_scale;
+	solo.remote_tx_free_at = mrail_now() + 1.0;
+	busy_rx_expect(&solo, 1000000);
+	busy_rx_arrived(&solo, 1000000);
+	CHECK(solo.time_scale == before);
+	busy_rail_close(&solo);
+
 	/* Small chunks (under 16 latencies: 16 KB here) say nothing about
 	 * speed: no learning. */
-	double before = r.time_scale;
+	before = r.time_scale;
 	busy_rx_expect(&r, 4096);
 	busy_rx_arrived(&r, 4096);
 	CHECK(r.time_scale == before);
