@@ -111,6 +111,37 @@ void busy_rx_expect(struct rail *r, uint64_t bytes)
 	l->rx_pending++;
 }
 
+static double bounded(double s)
+{
+	return s < BUSY_SCALE_MIN ? BUSY_SCALE_MIN
+	       : s > BUSY_SCALE_MAX ? BUSY_SCALE_MAX : s;
+}
+
+/*
+ * Keep a gate's scales relative: their bandwidth-weighted mean is 1. What
+ * slows every rail alike (another peer's traffic the receiver cannot see,
+ * the sender's CPU) cancels out and leaves the split as it was; what the
+ * scales are for, one rail's model being off against the others', stays.
+ */
+static void normalize(struct gate *g)
+{
+	double sum = 0, wsum = 0;
+	for (unsigned i = 0; i < g->nrails; i++) {
+		struct rail *x = g->rails[i];
+		if (x && x->state == RAIL_UP && x->bandwidth > 0) {
+			sum += x->bandwidth * x->time_scale;
+			wsum += x->bandwidth;
+		}
+	}
+	if (!(sum > 0 && wsum > 0))
+		return;
+	double mean = sum / wsum;
+	for (unsigned i = 0; i < g->nrails; i++)
+		if (g->rails[i] && g->rails[i]->state == RAIL_UP)
+			g->rails[i]->time_scale =
+				bounded(g->rails[i]->time_scale / mean);
+}
+
 static void learn(struct rail *r, const struct rx_expect *x, double now)
 {
 	double pred = predict_raw(r, x->bytes);
@@ -124,11 +155,10 @@ static void learn(struct rail *r, const struct rx_expect *x, double now)
 	double ratio = (now - start) / pred;
 	if (!(ratio > 0))
 		return;
-	double s = (1 - BUSY_LEARN_WEIGHT) * r->time_scale +
-		   BUSY_LEARN_WEIGHT * ratio;
-	r->time_scale = s < BUSY_SCALE_MIN   ? BUSY_SCALE_MIN
-			: s > BUSY_SCALE_MAX ? BUSY_SCALE_MAX
-					     : s;
+	r->time_scale = bounded((1 - BUSY_LEARN_WEIGHT) * r->time_scale +
+				BUSY_LEARN_WEIGHT * ratio);
+	if (r->gate)
+		normalize(r->gate);
 }
 
 void busy_rx_arrived(struct rail *r, uint64_t bytes)

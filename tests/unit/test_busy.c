@@ -156,6 +156,15 @@ int main(void)
 	now = mrail_now();
 	CHECK(near(busy_until(&a, VIEW_RECV, now), 0.050, 0.002));
 	CHECK(busy_until(&b, VIEW_RECV, now) == 0);
+	/* Scales of a gate stay relative: a rail measured fast drops below
+	 * the other, and their bandwidth-weighted mean stays 1. */
+	a.gate = b.gate = &g;
+	a.remote_tx_free_at = b.remote_tx_free_at = 0;
+	busy_rx_expect(&a, 3000000);
+	busy_rx_arrived(&a, 3000000);
+	CHECK(a.time_scale < b.time_scale);
+	CHECK(b.time_scale > 1.0);
+	CHECK(near((300 * a.time_scale + 100 * b.time_scale) / 400, 1.0, 1e-9));
 	busy_rail_close(&r);
 	busy_rail_close(&r2);
 	busy_rail_close(&a);
