@@ -23,18 +23,24 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
-#define MRAIL_DRV_ABI_VERSION 1
+#define MRAIL_DRV_ABI_VERSION 2
 
-struct mrail_drv;    /* one driver instance per engine */
+struct mrail_drv;    /* one driver instance (an engine may hold several) */
 struct mrail_drv_ep; /* one connection (a rail, or a pending connection) */
+struct mrail_drv_mr; /* one memory registration (RMA drivers) */
 
 enum mrail_drv_cap_flags {
 	MRAIL_DRV_CAP_RECV_INTO_USER = 1u << 0, /* body lands in engine iov */
 	MRAIL_DRV_CAP_RDMA_WRITE = 1u << 1,
 	MRAIL_DRV_CAP_RDMA_READ = 1u << 2,
 	MRAIL_DRV_CAP_NEEDS_REG = 1u << 3, /* memory registration required */
+	/* Rails to other hosts come from the engine's interface discovery
+	 * and address selection (listen() takes an IP address). Drivers
+	 * without it list their own rails (list_rails). */
+	MRAIL_DRV_CAP_IP = 1u << 4,
 };
 
 struct mrail_drv_caps {
@@ -45,6 +51,35 @@ struct mrail_drv_caps {
 	unsigned flags;        /* MRAIL_DRV_CAP_* */
 	double nominal_bandwidth; /* bytes/s, 0 if unknown */
 	double nominal_latency;   /* seconds, 0 if unknown */
+	uint64_t max_rma;         /* largest single get/put (RDMA caps) */
+};
+
+/*
+ * A rail the driver offers by itself (list_rails): a loopback connection,
+ * an HCA port, a libfabric domain. Peers pair their rails of one driver
+ * whose `fabric` strings are equal, in listing order.
+ */
+enum mrail_drv_rail_scope {
+	MRAIL_DRV_SCOPE_HOST = 1,   /* reaches processes of this host only */
+	MRAIL_DRV_SCOPE_FABRIC = 2, /* reaches hosts with the same fabric */
+};
+#define MRAIL_DRV_RAIL_NAME_MAX 32
+#define MRAIL_DRV_FABRIC_MAX 48
+struct mrail_drv_rail_desc {
+	char name[MRAIL_DRV_RAIL_NAME_MAX];     /* "lo1", "mlx5_0:1" */
+	char fabric[MRAIL_DRV_FABRIC_MAX];      /* who can pair with it */
+	int scope;                              /* enum mrail_drv_rail_scope */
+	char listen[64];                        /* passed to listen() */
+	int numa_node;                          /* -1 if unknown */
+	double nominal_bandwidth, nominal_latency; /* 0: the driver's caps */
+};
+
+/* What a connection is, for layers above that attach state to it (the SDN
+ * tagger registers a TCP connection's 4-tuple and socket). */
+struct mrail_drv_ep_info {
+	int fd;                         /* socket, or -1 */
+	struct sockaddr_storage local;  /* ss_family 0 when not IP */
+	struct sockaddr_storage remote;
 };
 
 /* Calls from the driver into the engine (only from ops->progress). */
@@ -81,11 +116,73 @@ struct mrail_drv_upcalls {
 	 * for sends still pending; the engine then calls ops->ep_close.
 	 */
 	void (*ep_error)(void *ep_ctx, int status, const char *why);
+	/* A get or put finished (status 0 or a negative MRAIL_ERR_*). Like
+	 * send_done: after ep_error only with an error, after ep_close never.
+	 * Local memory of the op is no longer accessed once it is called. */
+	void (*rma_done)(void *ep_ctx, void *op_ctx, int status);
 };
 
 struct mrail_drv_open_args {
 	const struct mrail_drv_upcalls *upcalls;
-	void *engine_ctx; /* passed to upcalls->accepted */
+	void *engine_ctx;   /* passed to upcalls->accepted */
+	const char *params; /* "key=value,..." for this driver (from
+	                       MRAIL_DRIVER_PARAMS), "" if none; unknown or
+	                       malformed keys fail open() naming the key */
+};
+
+/*
+ * Common head of every driver instance: drivers embed it as the first
+ * member of their struct mrail_drv, so the engine and shared helpers can
+ * reach the upcalls and the instance name without knowing the driver.
+ */
+struct mrail_drv_base {
+	const struct mrail_drv_ops *ops;
+	const struct mrail_drv_upcalls *up;
+	void *engine_ctx;
+};
+
+static inline void mrail_drv_base_init(struct mrail_drv_base *b,
+				       const struct mrail_drv_ops *ops,
+				       const struct mrail_drv_open_args *args)
+{
+	b->ops = ops;
+	b->up = args->upcalls;
+	b->engine_ctx = args->engine_ctx;
+}
+
+/*
+ * Memory registration and one-sided operations: present (non-NULL) exactly
+ * when caps.flags has MRAIL_DRV_CAP_RDMA_READ or MRAIL_DRV_CAP_RDMA_WRITE.
+ * The engine registers through its registration cache (libmrail/regcache.c)
+ * and keeps a registration alive while any operation uses it.
+ */
+enum mrail_drv_access {
+	MRAIL_DRV_ACCESS_LOCAL = 1u << 0,
+	MRAIL_DRV_ACCESS_REMOTE_READ = 1u << 1,
+	MRAIL_DRV_ACCESS_REMOTE_WRITE = 1u << 2,
+};
+#define MRAIL_DRV_RKEY_MAX 48 /* bytes of a packed remote key */
+
+struct mrail_drv_rma_ops {
+	int (*mr_reg)(struct mrail_drv *drv, void *addr, size_t len,
+		      unsigned access, struct mrail_drv_mr **mr);
+	void (*mr_dereg)(struct mrail_drv_mr *mr);
+	/* What a peer needs to reach mr: at most MRAIL_DRV_RKEY_MAX bytes
+	 * written to rkey, the length in *rkey_len. Addresses in get/put are
+	 * the registering process's virtual addresses. */
+	int (*mr_pack)(struct mrail_drv_mr *mr, void *rkey, size_t *rkey_len);
+	/* Read len (<= caps.max_rma) bytes at the peer's raddr, inside the
+	 * registration rkey names, into local memory at laddr (inside lmr).
+	 * Completion: upcalls->rma_done(ep_ctx, op_ctx, status), from
+	 * progress only. -MRAIL_ERR_AGAIN is never returned: the driver
+	 * queues what it cannot post yet. */
+	int (*get)(struct mrail_drv_ep *ep, void *laddr, size_t len,
+		   struct mrail_drv_mr *lmr, uint64_t raddr, const void *rkey,
+		   size_t rkey_len, void *op_ctx);
+	/* Write local [laddr, laddr+len) to the peer's raddr. */
+	int (*put)(struct mrail_drv_ep *ep, const void *laddr, size_t len,
+		   struct mrail_drv_mr *lmr, uint64_t raddr, const void *rkey,
+		   size_t rkey_len, void *op_ctx);
 };
 
 struct mrail_drv_ops {
@@ -144,10 +241,27 @@ struct mrail_drv_ops {
 
 	/*
 	 * Close an endpoint now, without blocking (the engine flushes first
-	 * by progressing until ep_backlog() is 0). Sends still pending are
-	 * dropped without upcall; no upcall for ep afterwards.
+	 * by progressing until ep_backlog() is 0). Sends and RMA operations
+	 * still pending are dropped without upcall; when it returns the
+	 * driver no longer reads or writes any memory they referenced; no
+	 * upcall for ep afterwards.
 	 */
 	void (*ep_close)(struct mrail_drv_ep *ep);
+
+	/*
+	 * Rails this driver offers by itself (loopback rails, HCA ports,
+	 * fabric domains): up to max descriptions; returns how many, or a
+	 * negative error. NULL: none (an IP driver whose rails all come
+	 * from address selection).
+	 */
+	int (*list_rails)(struct mrail_drv *drv, struct mrail_drv_rail_desc *out,
+			  int max);
+
+	/* What ep is (socket, addresses); NULL if the driver cannot say. */
+	void (*ep_query)(struct mrail_drv_ep *ep, struct mrail_drv_ep_info *info);
+
+	/* NULL unless the driver has RDMA capabilities. */
+	const struct mrail_drv_rma_ops *rma;
 };
 
 /* drivers/registry.c */

@@ -50,7 +50,7 @@ static int select_driver(struct mrail_engine *e)
 			    e->drv_ops->abi_version, MRAIL_DRV_ABI_VERSION);
 		return MRAIL_ERR_CONFIG;
 	}
-	struct mrail_drv_open_args args = {&engine_upcalls, e};
+	struct mrail_drv_open_args args = {&engine_upcalls, e, ""};
 	int rc = e->drv_ops->open(&args, &e->drv);
 	if (rc != MRAIL_OK) {
 		mrail_error("driver '%s' failed to open: %s", name,

@@ -229,7 +229,7 @@ static void d_ep_error(void *ctx, int status, const char *why)
 
 static const struct mrail_drv_upcalls d_up = {
 	d_accepted, d_connected, d_recv_frame, d_recv_body,
-	d_recv_body_done, d_send_done, d_ep_error,
+	d_recv_body_done, d_send_done, d_ep_error, NULL,
 };
 
 static atomic_int pong_stop;
@@ -252,7 +252,7 @@ static void driver_bench(struct result *res)
 {
 	static const char head[16] = "data frame head";
 	struct dpeer a = {.echo = true}, b = {0};
-	struct mrail_drv_open_args aa = {&d_up, &a}, ba = {&d_up, &b};
+	struct mrail_drv_open_args aa = {&d_up, &a, ""}, ba = {&d_up, &b, ""};
 	char blob[64], msg[8] = "ping!!!";
 	size_t blen = sizeof blob;
 	char *buf = calloc(1, MAX_SIZE);
