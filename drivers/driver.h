@@ -67,6 +67,8 @@ enum mrail_drv_rail_scope {
 #define MRAIL_DRV_FABRIC_MAX 48
 struct mrail_drv_rail_desc {
 	char name[MRAIL_DRV_RAIL_NAME_MAX];     /* "lo1", "mlx5_0:1" */
+	char ifname[16];                        /* interface it uses ("lo"),
+	                                           "" = the rail's name */
 	char fabric[MRAIL_DRV_FABRIC_MAX];      /* who can pair with it */
 	int scope;                              /* enum mrail_drv_rail_scope */
 	char listen[64];                        /* passed to listen() */
@@ -266,6 +268,7 @@ struct mrail_drv_ops {
 
 /* drivers/registry.c */
 const struct mrail_drv_ops *mrail_driver_find(const char *name);
+const struct mrail_drv_ops *mrail_driver_find_n(const char *name, size_t n);
 /* Comma-separated names of the built-in drivers (for error messages). */
 const char *mrail_driver_names(void);
 

@@ -21,3 +21,14 @@ const char *mrail_driver_names(void)
 {
 	return "tcp";
 }
+
+/* A driver named by the first n bytes of name. */
+const struct mrail_drv_ops *mrail_driver_find_n(const char *name, size_t n)
+{
+	char buf[32];
+	if (n >= sizeof buf)
+		return NULL;
+	memcpy(buf, name, n);
+	buf[n] = '\0';
+	return mrail_driver_find(buf);
+}

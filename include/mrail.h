@@ -84,7 +84,7 @@ enum mrail_error {
 MRAIL_API const char *mrail_strerror(int err);
 
 /* ---- configuration ---------------------------------------------------- */
-#define MRAIL_CONFIG_VERSION 1
+#define MRAIL_CONFIG_VERSION 2
 #define MRAIL_JOB_KEY_BYTES 16
 #define MRAIL_EAGER_MAX_AUTO ((size_t)-1)
 
@@ -106,17 +106,25 @@ enum mrail_log_level {
  */
 struct mrail_config {
 	unsigned version;          /* MRAIL_CONFIG_VERSION */
-	const char *drivers;       /* MRAIL_DRIVERS: comma list, default "tcp" */
+	const char *drivers;       /* MRAIL_DRIVERS: comma list of driver
+	                              instances, default "tcp"; e.g. "tcp,fake":
+	                              a peer's rails may come from several */
 	const char *rails;         /* MRAIL_RAILS: comma list of interface names
 	                              or addresses that rails to other hosts may
 	                              use (NULL = every interface that is up);
 	                              address selection pairs them with the
-	                              peer's (docs/address-selection.md) */
+	                              peer's (docs/address-selection.md).
+	                              "driver:name" entries name a driver's own
+	                              rails ("tcp:eth1,fake:fake0"); plain names
+	                              apply to IP drivers (tcp) */
 	const char *rails_exclude; /* MRAIL_RAILS_EXCLUDE: interfaces or
 	                              addresses never to use */
-	unsigned tcp_loopback_rails; /* MRAIL_TCP_LOOPBACK_RAILS: number of rails
-	                              between processes of the same host, over
-	                              loopback (1..64, default 1) */
+	const char *driver_params; /* MRAIL_DRIVER_PARAMS: per-driver knobs,
+	                              "driver:key=value,...;driver:...", e.g.
+	                              "tcp:loopback_rails=3,sockbuf=4m"; each
+	                              driver documents its keys
+	                              (docs/driver-*.md) and rejects unknown
+	                              ones */
 	const char *strategy;      /* MRAIL_STRATEGY: name[:key=value,...],
 	                              default "split" */
 	int log_level;             /* MRAIL_LOG_LEVEL: error|warn|info|debug|trace
@@ -140,6 +148,11 @@ struct mrail_config {
 	                              given; every data connection must then prove
 	                              it knows the key */
 	uint8_t job_key[MRAIL_JOB_KEY_BYTES];
+	/* Called for every rail as it comes up and goes down, from the first
+	 * connection on (set here rather than with mrail_set_rail_hooks() to
+	 * see the rails a bootstrapped mrail_engine_create() connects). */
+	const struct mrail_rail_hooks *rail_hooks;
+	void *rail_hooks_ctx;
 };
 
 MRAIL_API int mrail_config_init(struct mrail_config *cfg);
@@ -293,6 +306,41 @@ struct mrail_rail_info {
 };
 MRAIL_API int mrail_rail_info(mrail_engine_t *engine, mrail_peer_t peer,
 			      int rail, struct mrail_rail_info *info);
+
+/* ---- per-connection hooks --------------------------------------------- */
+/*
+ * For layers that attach state to each connection (the SDN tagger
+ * registers a TCP rail's socket and 4-tuple with the network; an offload
+ * layer keeps per-rail queues). Hooks run with the engine lock held, from
+ * inside whichever call brought the rail up or down: they must not call
+ * the engine.
+ */
+struct sockaddr; /* <sys/socket.h> */
+struct mrail_rail_conn {
+	mrail_peer_t peer;
+	int rail;                 /* index among the peer's rails */
+	const char *driver;       /* "tcp", "fake", ... */
+	int fd;                   /* the connection's socket, -1 if none */
+	const struct sockaddr *local;  /* NULL unless an IP connection */
+	const struct sockaddr *remote;
+	unsigned addr_len;        /* bytes of each address (a socklen_t) */
+};
+struct mrail_rail_hooks {
+	/* The rail is up; returns the state kept with it (may be NULL). */
+	void *(*rail_up)(void *ctx, const struct mrail_rail_conn *conn);
+	/* The rail is about to be closed (its connection still open). */
+	void (*rail_down)(void *ctx, const struct mrail_rail_conn *conn,
+			  void *state);
+};
+/* Replace the hooks (NULL: none); rail_up runs at once for rails already
+ * up, rail_down for them with the old hooks first. */
+MRAIL_API int mrail_set_rail_hooks(mrail_engine_t *engine,
+				   const struct mrail_rail_hooks *hooks,
+				   void *ctx);
+/* The connection behind a rail and the state its rail_up hook returned. */
+MRAIL_API int mrail_rail_conn(mrail_engine_t *engine, mrail_peer_t peer,
+			      int rail, struct mrail_rail_conn *conn,
+			      void **state);
 
 /* Number of rails to a peer (0 for the self peer). */
 MRAIL_API int mrail_rail_count(const mrail_engine_t *engine, mrail_peer_t peer);

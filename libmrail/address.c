@@ -1,7 +1,8 @@
 /*
- * The address blob (version 2, docs/wire.md): who the engine is, which host
- * it runs on, its interfaces with their addresses, and one driver listener
- * per address plus the loopback listeners. Peers choose rails from it.
+ * The address blob (version 3, docs/wire.md): who the engine is, which host
+ * it runs on, its interfaces with their addresses and, per address, one
+ * listener per IP driver; then the rails drivers list themselves (loopback
+ * rails, HCA ports, fabric domains). Peers choose rails from it.
  */
 #include "libmrail/engine.h"
 #include "util/log.h"
@@ -10,12 +11,12 @@
 #include <string.h>
 
 #define ADDR_MAGIC 0x41524d00u /* "\0MRA" as little-endian u32 */
-#define ADDR_VERSION 2u
+#define ADDR_VERSION 3u
 
 struct addr_hdr {
 	uint32_t magic_version;
 	uint16_t nnetif;
-	uint16_t nloop;
+	uint16_t nlisted;
 	uint64_t uuid;
 	uint64_t host_id;
 };
@@ -58,13 +59,11 @@ static void put_endpoint(struct writer *w, const struct local_rail *l)
 	put(w, l->addr_blob, bl);
 }
 
-static const struct local_rail *endpoint_of(const struct mrail_engine *e,
-					    int netif, unsigned addr)
+static void put_str(struct writer *w, const char *s)
 {
-	for (unsigned i = 0; i < e->nlocal; i++)
-		if (e->local[i].netif == netif && e->local[i].addr == addr)
-			return &e->local[i];
-	return NULL;
+	uint8_t n = (uint8_t)strlen(s);
+	put(w, &n, 1);
+	put(w, s, n);
 }
 
 int address_encode(struct mrail_engine *e, void *buf, size_t *len)
@@ -75,7 +74,7 @@ int address_encode(struct mrail_engine *e, void *buf, size_t *len)
 			     e->uuid, e->host_id};
 
 	for (unsigned i = 0; i < e->nlocal; i++)
-		h.nloop += e->local[i].netif < 0;
+		h.nlisted += e->local[i].netif < 0;
 	put(&w, &h, sizeof h);
 	for (unsigned i = 0; i < e->nnetif; i++) {
 		const struct mrail_netif *n = &e->netifs[i];
@@ -94,12 +93,29 @@ int address_encode(struct mrail_engine *e, void *buf, size_t *len)
 			put(&w, &n->addrs[a].prefix_len, 1);
 			put(&w, n->addrs[a].addr, 16);
 		}
-		for (unsigned a = 0; a < n->naddrs; a++)
-			put_endpoint(&w, endpoint_of(e, (int)i, a));
+		for (unsigned a = 0; a < n->naddrs; a++) {
+			uint8_t nep = 0;
+			for (unsigned k = 0; k < e->nlocal; k++)
+				nep += e->local[k].netif == (int)i &&
+				       e->local[k].addr == a;
+			put(&w, &nep, 1);
+			for (unsigned k = 0; k < e->nlocal; k++)
+				if (e->local[k].netif == (int)i &&
+				    e->local[k].addr == a)
+					put_endpoint(&w, &e->local[k]);
+		}
 	}
-	for (unsigned i = 0; i < e->nlocal; i++)
-		if (e->local[i].netif < 0)
-			put_endpoint(&w, &e->local[i]);
+	for (unsigned i = 0; i < e->nlocal; i++) {
+		const struct local_rail *l = &e->local[i];
+		uint8_t scope = (uint8_t)l->scope;
+		if (l->netif >= 0)
+			continue;
+		put_endpoint(&w, l);
+		put(&w, &scope, 1);
+		put_str(&w, l->rail_name);
+		put_str(&w, l->fabric);
+		put_str(&w, l->ifname);
+	}
 	if (w.overflow)
 		return MRAIL_ERR_INVALID;
 	if (*len < w.len) {
@@ -142,6 +158,15 @@ static int take_endpoint(struct reader *r, struct remote_ep *ep,
 	}
 	ep->len = bl;
 	return 0;
+}
+
+static int take_str(struct reader *r, char *dst, size_t cap)
+{
+	uint8_t n;
+	if (take(r, &n, 1) || n >= cap || take(r, dst, n))
+		return -1;
+	dst[n] = '\0';
+	return memchr(dst, '\0', n) ? -1 : 0;
 }
 
 static int take_netif(struct reader *r, struct mrail_netif *n,
@@ -199,15 +224,17 @@ int address_parse(const void *blob, size_t len, struct peer_address *pa,
 		*why = "address blob of an unsupported version";
 		return -1;
 	}
-	if (h.nnetif > MRAIL_NETIF_MAX || h.nloop > MRAIL_MAX_RAILS) {
+	if (h.nnetif > MRAIL_NETIF_MAX || h.nlisted > MRAIL_MAX_RAILS) {
 		*why = "address blob lists too many interfaces or endpoints";
 		return -1;
 	}
 	pa->uuid = h.uuid;
 	pa->host_id = h.host_id;
+	/* Endpoints per address are bounded by the drivers an engine holds. */
+	size_t max_ep = (size_t)h.nnetif * MRAIL_NETIF_ADDRS_MAX *
+			MRAIL_MAX_DRIVERS + h.nlisted + 1;
 	pa->netif = calloc(h.nnetif ? h.nnetif : 1, sizeof *pa->netif);
-	pa->ep = calloc((size_t)h.nnetif * MRAIL_NETIF_ADDRS_MAX + h.nloop + 1,
-			sizeof *pa->ep);
+	pa->ep = calloc(max_ep, sizeof *pa->ep);
 	if (!pa->netif || !pa->ep) {
 		*why = "out of memory";
 		address_free(pa);
@@ -219,19 +246,42 @@ int address_parse(const void *blob, size_t len, struct peer_address *pa,
 			goto bad;
 		pa->nnetif++;
 		for (unsigned a = 0; a < n->naddrs; a++) {
-			struct remote_ep *ep = &pa->ep[pa->nep++];
-			ep->netif = (int)i;
-			ep->addr = a;
-			if (take_endpoint(&r, ep, why))
+			uint8_t nep;
+			if (take(&r, &nep, 1) || nep > MRAIL_MAX_DRIVERS) {
+				*why = "address blob truncated or too many "
+				       "endpoints on one address";
 				goto bad;
+			}
+			for (unsigned k = 0; k < nep; k++) {
+				struct remote_ep *ep = &pa->ep[pa->nep++];
+				ep->netif = (int)i;
+				ep->addr = a;
+				if (take_endpoint(&r, ep, why))
+					goto bad;
+			}
 		}
 	}
-	for (unsigned i = 0; i < h.nloop; i++) {
+	for (unsigned i = 0; i < h.nlisted; i++) {
 		struct remote_ep *ep = &pa->ep[pa->nep++];
+		uint8_t scope;
 		ep->netif = -1;
-		ep->addr = i;
 		if (take_endpoint(&r, ep, why))
 			goto bad;
+		if (take(&r, &scope, 1) || take_str(&r, ep->name, sizeof ep->name) ||
+		    take_str(&r, ep->fabric, sizeof ep->fabric) ||
+		    take_str(&r, ep->ifname, sizeof ep->ifname) ||
+		    (scope != MRAIL_DRV_SCOPE_HOST &&
+		     scope != MRAIL_DRV_SCOPE_FABRIC)) {
+			*why = "address blob: bad rail record (scope, name or "
+			       "fabric)";
+			goto bad;
+		}
+		ep->scope = scope;
+		/* Its index among the rails its driver listed. */
+		ep->addr = 0;
+		for (unsigned k = 0; k + 1 < pa->nep; k++)
+			ep->addr += pa->ep[k].netif < 0 &&
+				    !strcmp(pa->ep[k].driver, ep->driver);
 	}
 	if (r.off != len) {
 		*why = "trailing bytes after the address blob";

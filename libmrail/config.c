@@ -13,7 +13,8 @@ extern char **environ;
 /* Every MRAIL_* variable anything in the project reads; others warn. */
 static const char *const known_vars[] = {
 	"MRAIL_DRIVERS", "MRAIL_RAILS", "MRAIL_RAILS_EXCLUDE",
-	"MRAIL_TCP_LOOPBACK_RAILS",
+	"MRAIL_TCP_LOOPBACK_RAILS", "MRAIL_DRIVER_PARAMS",
+	"MRAIL_FAKE_PARAMS", /* drivers/fake */
 	"MRAIL_STRATEGY", "MRAIL_STRATEGY_PATH", "MRAIL_LOG_LEVEL",
 	"MRAIL_PROFILE_DIR",
 	"MRAIL_EAGER_MAX", "MRAIL_PROGRESS_THREAD", "MRAIL_BOOTSTRAP",
@@ -109,7 +110,7 @@ static void warn_unknown_vars(void)
 
 MRAIL_API int mrail_config_init(struct mrail_config *c)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	int rc;
 
 	if (!c)
@@ -117,7 +118,6 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	memset(c, 0, sizeof *c);
 	c->version = MRAIL_CONFIG_VERSION;
 	c->drivers = "tcp";
-	c->tcp_loopback_rails = 1;
 	c->strategy = "split";
 	c->log_level = MRAIL_LOG_WARN;
 	c->eager_max = MRAIL_EAGER_MAX_AUTO;
@@ -140,12 +140,9 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	    (rc = env_string("MRAIL_RAILS", &c->rails)) ||
 	    (rc = env_string("MRAIL_RAILS_EXCLUDE", &c->rails_exclude)) ||
 	    (rc = env_string("MRAIL_STRATEGY", &c->strategy)) ||
-	    (rc = env_string("MRAIL_PROFILE_DIR", &c->profile_dir)))
+	    (rc = env_string("MRAIL_PROFILE_DIR", &c->profile_dir)) ||
+	    (rc = env_string("MRAIL_DRIVER_PARAMS", &c->driver_params)))
 		return rc;
-	v = c->tcp_loopback_rails;
-	if ((rc = env_u64("MRAIL_TCP_LOOPBACK_RAILS", 1, MRAIL_MAX_RAILS, &v)))
-		return rc;
-	c->tcp_loopback_rails = (unsigned)v;
 	if (getenv("MRAIL_EAGER_MAX")) {
 		if ((rc = env_u64("MRAIL_EAGER_MAX", 0, MRAIL_EAGER_MAX_LIMIT,
 				  &v)))
@@ -180,10 +177,11 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 
 int config_copy_strings(struct mrail_engine *e, const struct mrail_config *c)
 {
-	const char *src[5] = {c->drivers, c->rails, c->strategy,
-			      c->profile_dir, c->rails_exclude};
+	const char *src[6] = {c->drivers, c->rails, c->strategy,
+			      c->profile_dir, c->rails_exclude,
+			      c->driver_params};
 	e->cfg = *c;
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		e->cfg_strings[i] = src[i] ? strdup(src[i]) : NULL;
 		if (src[i] && !e->cfg_strings[i])
 			return MRAIL_ERR_NOMEM;
@@ -193,12 +191,13 @@ int config_copy_strings(struct mrail_engine *e, const struct mrail_config *c)
 	e->cfg.strategy = e->cfg_strings[2];
 	e->cfg.profile_dir = e->cfg_strings[3];
 	e->cfg.rails_exclude = e->cfg_strings[4];
+	e->cfg.driver_params = e->cfg_strings[5];
 	return MRAIL_OK;
 }
 
 void config_free_strings(struct mrail_engine *e)
 {
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		free(e->cfg_strings[i]);
 		e->cfg_strings[i] = NULL;
 	}

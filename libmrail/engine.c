@@ -28,39 +28,6 @@ MRAIL_API uint32_t mrail_size(const mrail_engine_t *e)
 	return e ? e->size : 0;
 }
 
-static int select_driver(struct mrail_engine *e)
-{
-	char name[32];
-	size_t n = strcspn(e->cfg.drivers, ",");
-	if (n >= sizeof name || e->cfg.drivers[n] == ',') {
-		mrail_error("invalid MRAIL_DRIVERS='%s': one driver for now "
-			    "(known: %s)", e->cfg.drivers, mrail_driver_names());
-		return MRAIL_ERR_CONFIG;
-	}
-	memcpy(name, e->cfg.drivers, n);
-	name[n] = '\0';
-	e->drv_ops = mrail_driver_find(name);
-	if (!e->drv_ops) {
-		mrail_error("invalid MRAIL_DRIVERS='%s': unknown driver (known: "
-			    "%s)", e->cfg.drivers, mrail_driver_names());
-		return MRAIL_ERR_CONFIG;
-	}
-	if (e->drv_ops->abi_version != MRAIL_DRV_ABI_VERSION) {
-		mrail_error("driver '%s' has ABI %u, the engine needs %u", name,
-			    e->drv_ops->abi_version, MRAIL_DRV_ABI_VERSION);
-		return MRAIL_ERR_CONFIG;
-	}
-	struct mrail_drv_open_args args = {&engine_upcalls, e, ""};
-	int rc = e->drv_ops->open(&args, &e->drv);
-	if (rc != MRAIL_OK) {
-		mrail_error("driver '%s' failed to open: %s", name,
-			    mrail_strerror(rc));
-		return rc;
-	}
-	e->drv_ops->query_caps(e->drv, &e->caps);
-	return MRAIL_OK;
-}
-
 static int select_strategy(struct mrail_engine *e)
 {
 	char name[64];
@@ -243,6 +210,9 @@ static int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 	}
 	if ((rc = config_copy_strings(e, cfg)))
 		return rc;
+	if (cfg->rail_hooks)
+		e->hooks = *cfg->rail_hooks;
+	e->hooks_ctx = cfg->rail_hooks_ctx;
 	if (!e->cfg.drivers || !e->cfg.strategy) {
 		mrail_error("mrail_config: drivers and strategy must be set");
 		return MRAIL_ERR_CONFIG;
@@ -263,16 +233,16 @@ static int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 	if (e->cfg.log_level >= MRAIL_LOG_ERROR &&
 	    e->cfg.log_level <= MRAIL_LOG_TRACE)
 		mrail_log_level = e->cfg.log_level;
-	if ((rc = select_strategy(e)) || (rc = select_driver(e)))
+	if ((rc = select_strategy(e)) || (rc = drivers_open(e)))
 		return rc;
-	if (e->cfg.eager_max > e->caps.max_head / 2)
-		e->cfg.eager_max = e->caps.max_head / 2;
+	if (e->cfg.eager_max > e->max_head / 2)
+		e->cfg.eager_max = e->max_head / 2;
 	e->packet_cap = mrail_wire_eager_size(e->cfg.eager_max) +
 			sizeof(struct mrail_wire_pkt_hdr);
 	if (e->packet_cap < 65536)
 		e->packet_cap = 65536;
-	if (e->packet_cap > e->caps.max_head)
-		e->packet_cap = e->caps.max_head;
+	if (e->packet_cap > e->max_head)
+		e->packet_cap = e->max_head;
 	e->host_id = endpoints_host_identity();
 	if ((rc = endpoints_open(e)))
 		return rc;
@@ -345,7 +315,7 @@ static int sends_flushed(struct mrail_engine *e)
 		for (unsigned j = 0; j < g->nrails; j++) {
 			struct rail *r = g->rails[j];
 			if (r && r->ep && r->state == RAIL_UP &&
-			    e->drv_ops->ep_backlog(r->ep))
+			    r->local->ops->ep_backlog(r->ep))
 				return 0;
 		}
 	}
@@ -441,8 +411,7 @@ static void engine_free(struct mrail_engine *e)
 		free(r);
 	}
 	free_pending_requests(e);
-	if (e->drv)
-		e->drv_ops->close(e->drv);
+	drivers_close(e);
 	if (e->strategy && e->strategy_state)
 		e->strategy->fini(e->strategy_state);
 	mrail_strategy_unload(e->strategy_dl); /* after fini: its code */

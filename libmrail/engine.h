@@ -132,20 +132,44 @@ struct rail {
 	unsigned tx_ops;          /* posted send_ops not completed */
 	double tx_busy_since;
 	double remote_tx_free_at; /* sender's queue on this rail empties */
+	void *hook_state;         /* what the rail_up hook returned */
+	int hooked;               /* rail_up hook ran, rail_down not yet */
 	double tx_own_free_at;    /* what this rail queued on its NIC left */
 };
 
 /*
- * A local endpoint: one driver listener, on a loopback address (rails to
- * processes of the same host) or on one address of one interface (rails
- * to other hosts, chosen by address selection).
+ * A driver instance. An engine holds one per name in MRAIL_DRIVERS; its
+ * rails may serve one gate together with rails of other instances.
+ */
+#define MRAIL_MAX_DRIVERS 8
+struct drv_instance {
+	struct mrail_engine *engine; /* the upcalls' engine_ctx is &this */
+	const struct mrail_drv_ops *ops;
+	struct mrail_drv *drv;
+	struct mrail_drv_caps caps;
+	unsigned index;              /* in engine->drivers */
+	char params[256];            /* this driver's MRAIL_DRIVER_PARAMS */
+	char rails[256];             /* its "driver:name" MRAIL_RAILS entries,
+	                                names only, comma-separated */
+};
+
+/*
+ * A local endpoint: one driver listener. Either a rail the driver lists
+ * itself (loopback rails, HCA ports, fabric domains: netif < 0) or one
+ * address of one interface chosen for rails to other hosts (IP drivers).
  */
 struct local_rail {
 	const struct mrail_drv_ops *ops;
 	struct mrail_drv *drv;
 	struct mrail_drv_caps caps;
-	int netif;                /* index in engine->netifs, -1: loopback */
-	unsigned addr;            /* which address of that interface */
+	struct drv_instance *di;
+	int netif;                /* index in engine->netifs, -1: listed */
+	unsigned addr;            /* which address of that interface, or the
+	                             rail's index among its driver's listed */
+	int scope;                /* listed: enum mrail_drv_rail_scope */
+	char rail_name[MRAIL_DRV_RAIL_NAME_MAX];
+	char fabric[MRAIL_DRV_FABRIC_MAX];
+	char ifname[16];          /* listed: its interface, or its name */
 	char local[64];           /* address we bind/connect from */
 	char name[64];            /* printable listener address */
 	uint8_t addr_blob[256];   /* listener address blob (driver's) */
@@ -215,7 +239,7 @@ struct handle_slot {
 struct mrail_engine {
 	pthread_mutex_t lock;
 	struct mrail_config cfg;
-	char *cfg_strings[5];
+	char *cfg_strings[6];
 
 	uint64_t uuid;
 	uint32_t rank, size;
@@ -229,9 +253,9 @@ struct mrail_engine {
 	struct mrail_netif *netifs;
 	unsigned ndup;                 /* addresses held by several hosts */
 	struct mrail_netif_addr *dups;
-	const struct mrail_drv_ops *drv_ops;
-	struct mrail_drv *drv;
-	struct mrail_drv_caps caps;
+	unsigned ndrv;                 /* driver instances */
+	struct drv_instance drivers[MRAIL_MAX_DRIVERS];
+	size_t max_head;               /* smallest over the instances */
 
 	const struct mrail_strategy_ops *strategy;
 	void *strategy_state;
@@ -257,6 +281,10 @@ struct mrail_engine {
 	int wake_fd;
 
 	uint64_t progress_calls;
+
+	/* Layers above attach state to each connection (mrail_set_rail_hooks). */
+	struct mrail_rail_hooks hooks;
+	void *hooks_ctx;
 };
 
 /* engine.c */
@@ -287,17 +315,33 @@ uint64_t handle_assign(struct mrail_engine *e, struct mrail_request *r);
 struct mrail_request *handle_lookup(struct mrail_engine *e, uint64_t id);
 void handle_release(struct mrail_engine *e, struct mrail_request *r);
 
+/* drivers.c: driver instances */
+int drivers_open(struct mrail_engine *e);
+void drivers_close(struct mrail_engine *e);
+int drivers_progress(struct mrail_engine *e);
+/* Fills fds (up to max) with the instances' wait fds; returns how many. */
+unsigned drivers_wait_fds(struct mrail_engine *e, int *fds, unsigned max);
+struct drv_instance *drivers_find(struct mrail_engine *e, const char *name);
+
+/* hooks.c: per-connection hooks of the layer above */
+void hooks_rail_up(struct mrail_engine *e, struct rail *r);
+void hooks_rail_down(struct mrail_engine *e, struct rail *r);
+
 /* address.c: the address blob (docs/wire.md) */
 struct remote_ep {
-	int netif;                 /* -1: loopback endpoint */
-	unsigned addr;
+	int netif;                 /* -1: a rail the driver listed */
+	unsigned addr;             /* address index, or listed rail index */
+	int scope;                 /* listed: enum mrail_drv_rail_scope */
+	char name[MRAIL_DRV_RAIL_NAME_MAX];
+	char fabric[MRAIL_DRV_FABRIC_MAX];
+	char ifname[16];
 	char driver[16];
 	uint8_t blob[256];
 	size_t len;
 };
 struct peer_address {
 	uint64_t uuid, host_id;
-	unsigned nnetif, nep;
+	unsigned nnetif, nep;      /* nep: every endpoint, listed ones last */
 	struct mrail_netif *netif; /* nnetif */
 	struct remote_ep *ep;      /* nep */
 };

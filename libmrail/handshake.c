@@ -105,7 +105,17 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 		mrail_list_remove(&r->link);
 		r->gate = g;
 		g->rails[r->index] = r;
-		r->local = &e->local[g->plan[r->index].local_ep];
+		struct local_rail *l = &e->local[g->plan[r->index].local_ep];
+		if (l->di != r->local->di) {
+			mrail_warn("%s: rail %u uses driver '%s' but its "
+				   "connection came through '%s'; dropped",
+				   g->name, r->index, l->ops->name,
+				   r->local->ops->name);
+			rail_close(e, r);
+			gate_fail(e, g, MRAIL_ERR_PEER, "rail on the wrong driver");
+			return;
+		}
+		r->local = l;
 		if (g->state != GATE_CONNECTING || send_ack(e, r) != MRAIL_OK) {
 			rail_close(e, r);
 			gate_fail(e, g, MRAIL_ERR_PEER, "answering a HELLO failed");
@@ -118,6 +128,7 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 	rail_update_names(r);
 	g->rails_up++;
 	rail_load_model(e, r);
+	hooks_rail_up(e, r);
 	/* One threshold per gate (a message's protocol is chosen before its
 	 * rail): the smallest of its rails'. */
 	g->eager_max = r->eager_max;
@@ -257,8 +268,16 @@ void handshake_expire(struct mrail_engine *e)
 
 static void *up_accepted(void *engine_ctx, struct mrail_drv_ep *ep)
 {
-	struct mrail_engine *e = engine_ctx;
-	struct rail *r = rail_new(e, &e->local[0]);
+	struct drv_instance *di = engine_ctx;
+	struct mrail_engine *e = di->engine;
+	struct local_rail *l = NULL;
+	/* Until the HELLO names its rail: any endpoint of this instance. */
+	for (unsigned i = 0; i < e->nlocal && !l; i++)
+		if (e->local[i].di == di)
+			l = &e->local[i];
+	if (!l)
+		return NULL;
+	struct rail *r = rail_new(e, l);
 	if (!r)
 		return NULL;
 	r->ep = ep;

@@ -1,9 +1,11 @@
 /*
  * Which rails a gate gets. Processes of the same host (same network
- * namespace) talk over the loopback endpoints; processes of different
- * hosts over the interface pairs chosen by address selection
- * (rails/select.c), computed identically on both sides: the end with the
- * smaller uuid is always side "a".
+ * namespace) talk over the rails drivers list themselves (tcp's loopback
+ * rails, the fake driver's, shared-memory domains); processes of
+ * different hosts over the interface pairs chosen by address selection
+ * (rails/select.c) for IP drivers, plus fabric rails (HCA ports, fabric
+ * domains) of the same fabric. Computed identically on both sides: the end
+ * with the smaller uuid is always side "a".
  */
 #include "libmrail/engine.h"
 #include "rails/select.h"
@@ -91,20 +93,14 @@ int engine_find_dups(struct mrail_engine *e, const struct peer_address *pas,
 }
 
 static const struct remote_ep *remote_endpoint(const struct peer_address *pa,
-					       int netif, unsigned addr)
+					       int netif, unsigned addr,
+					       const char *driver)
 {
 	for (unsigned i = 0; i < pa->nep; i++)
-		if (pa->ep[i].netif == netif && pa->ep[i].addr == addr)
+		if (pa->ep[i].netif == netif && pa->ep[i].addr == addr &&
+		    !strcmp(pa->ep[i].driver, driver))
 			return &pa->ep[i];
 	return NULL;
-}
-
-static int local_endpoint(const struct mrail_engine *e, int netif, unsigned addr)
-{
-	for (unsigned i = 0; i < e->nlocal; i++)
-		if (e->local[i].netif == netif && e->local[i].addr == addr)
-			return (int)i;
-	return -1;
 }
 
 static void set_plan(struct rail_plan *p, unsigned local_ep,
@@ -119,20 +115,82 @@ static void set_plan(struct rail_plan *p, unsigned local_ep,
 	p->conn_type = type;
 }
 
-static unsigned plan_loopback(struct mrail_engine *e,
-			      const struct peer_address *pa,
-			      struct rail_plan *plan)
+/* A rail a driver listed, on either side, for pairing. */
+struct listed {
+	const char *driver, *fabric, *name; /* name: its interface */
+	int scope;
+	int index;  /* local: in engine->local; remote: in pa->ep */
+	int used;
+};
+
+static int listed_cmp(const void *x, const void *y)
 {
-	unsigned n = 0, k = 0;
-	for (unsigned i = 0; i < e->nlocal; i++) {
-		if (e->local[i].netif >= 0)
+	const struct listed *p = x, *q = y;
+	int c = strcmp(p->driver, q->driver);
+	return c ? c : p->index - q->index;
+}
+
+static int has_scope(const struct listed *l, unsigned n, const char *driver,
+		     int scope)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (l[i].scope == scope && !strcmp(l[i].driver, driver))
+			return 1;
+	return 0;
+}
+
+/*
+ * Listed rails pair with the peer's of the same driver and fabric, in the
+ * order of side "a" (the smaller uuid) so both ends number the rails
+ * alike. Same host: a driver with host-scope rails on both sides uses
+ * those (loopback, shared memory); otherwise fabric-scope rails, which
+ * are all that other hosts may use.
+ */
+static void plan_listed(struct mrail_engine *e, const struct peer_address *pa,
+			struct rail_plan *plan, unsigned *n)
+{
+	struct listed loc[MRAIL_MAX_RAILS], rem[MRAIL_MAX_RAILS];
+	unsigned nl = 0, nr = 0;
+	int same_host = pa->host_id == e->host_id;
+
+	for (unsigned i = 0; i < e->nlocal && nl < MRAIL_MAX_RAILS; i++)
+		if (e->local[i].netif < 0)
+			loc[nl++] = (struct listed){
+				e->local[i].ops->name, e->local[i].fabric,
+				e->local[i].ifname, e->local[i].scope,
+				(int)i, 0};
+	for (unsigned i = 0; i < pa->nep && nr < MRAIL_MAX_RAILS; i++)
+		if (pa->ep[i].netif < 0)
+			rem[nr++] = (struct listed){
+				pa->ep[i].driver, pa->ep[i].fabric,
+				pa->ep[i].ifname, pa->ep[i].scope, (int)i, 0};
+	qsort(loc, nl, sizeof *loc, listed_cmp);
+	qsort(rem, nr, sizeof *rem, listed_cmp);
+	int swap = e->uuid > pa->uuid;
+	struct listed *a = swap ? rem : loc, *b = swap ? loc : rem;
+	unsigned na = swap ? nr : nl, nb = swap ? nl : nr;
+
+	for (unsigned i = 0; i < na && *n < MRAIL_MAX_RAILS; i++) {
+		int scope = MRAIL_DRV_SCOPE_FABRIC;
+		if (same_host &&
+		    has_scope(a, na, a[i].driver, MRAIL_DRV_SCOPE_HOST) &&
+		    has_scope(b, nb, a[i].driver, MRAIL_DRV_SCOPE_HOST))
+			scope = MRAIL_DRV_SCOPE_HOST;
+		if (a[i].scope != scope)
 			continue;
-		const struct remote_ep *rep = remote_endpoint(pa, -1, k++);
-		if (!rep || strcmp(rep->driver, e->local[i].ops->name))
+		for (unsigned j = 0; j < nb; j++) {
+			if (b[j].used || b[j].scope != scope ||
+			    strcmp(a[i].driver, b[j].driver) ||
+			    strcmp(a[i].fabric, b[j].fabric))
+				continue;
+			b[j].used = 1;
+			const struct listed *l = swap ? &b[j] : &a[i];
+			const struct listed *r = swap ? &a[i] : &b[j];
+			set_plan(&plan[(*n)++], (unsigned)l->index,
+				 &pa->ep[r->index], l->name, r->name, 0);
 			break;
-		set_plan(&plan[n++], i, rep, "lo", "lo", 0);
+		}
 	}
-	return n;
 }
 
 static int plan_selected(struct mrail_engine *e, const struct peer_address *pa,
@@ -144,6 +202,8 @@ static int plan_selected(struct mrail_engine *e, const struct peer_address *pa,
 	unsigned ndup = 0, np = 0;
 	int swap = e->uuid > pa->uuid, rc;
 
+	if (e->nnetif == 0 || pa->nnetif == 0)
+		return MRAIL_OK; /* no IP driver on one side */
 	if (e->bootstrapped) {
 		dups = e->dups;
 		ndup = e->ndup;
@@ -159,27 +219,31 @@ static int plan_selected(struct mrail_engine *e, const struct peer_address *pa,
 		free(dups);
 	if (rc)
 		return rc;
-	*n = 0;
 	for (unsigned i = 0; i < np; i++) {
 		unsigned lif = swap ? pairs[i].b_if : pairs[i].a_if;
 		unsigned la = swap ? pairs[i].b_addr : pairs[i].a_addr;
 		unsigned rif = swap ? pairs[i].a_if : pairs[i].b_if;
 		unsigned ra = swap ? pairs[i].a_addr : pairs[i].b_addr;
-		int lep = local_endpoint(e, (int)lif, la);
-		const struct remote_ep *rep = remote_endpoint(pa, (int)rif, ra);
-		if (lep < 0 || !rep) {
-			snprintf(why, whylen, "selected interface pair has no "
-				 "listener (internal error)");
+		int found = 0;
+		/* One rail per IP driver both ends listen with there. */
+		for (unsigned k = 0; k < e->nlocal && *n < MRAIL_MAX_RAILS; k++) {
+			const struct local_rail *l = &e->local[k];
+			if (l->netif != (int)lif || l->addr != la)
+				continue;
+			const struct remote_ep *rep =
+				remote_endpoint(pa, (int)rif, ra, l->ops->name);
+			if (!rep)
+				continue;
+			set_plan(&plan[(*n)++], k, rep, e->netifs[lif].name,
+				 pa->netif[rif].name, pairs[i].type);
+			found = 1;
+		}
+		if (!found) {
+			snprintf(why, whylen, "peer's %s has no listener of a "
+				 "driver we use on %s", pa->netif[rif].name,
+				 e->netifs[lif].name);
 			return MRAIL_ERR_PEER;
 		}
-		if (strcmp(rep->driver, e->local[lep].ops->name)) {
-			snprintf(why, whylen, "peer's %s uses driver '%s', we "
-				 "use '%s'", pa->netif[rif].name, rep->driver,
-				 e->local[lep].ops->name);
-			return MRAIL_ERR_PEER;
-		}
-		set_plan(&plan[(*n)++], (unsigned)lep, rep, e->netifs[lif].name,
-			 pa->netif[rif].name, pairs[i].type);
 	}
 	return MRAIL_OK;
 }
@@ -193,14 +257,14 @@ int gate_plan_rails(struct mrail_engine *e, struct gate *g,
 
 	if (!plan)
 		return MRAIL_ERR_NOMEM;
-	if (pa->host_id == e->host_id) {
-		n = plan_loopback(e, pa, plan);
-		if (n == 0)
-			snprintf(why, whylen, "same host but no loopback "
-				 "endpoint on one side");
-	} else {
+	if (pa->host_id != e->host_id)
 		rc = plan_selected(e, pa, plan, &n, why, whylen);
-	}
+	if (rc == MRAIL_OK)
+		plan_listed(e, pa, plan, &n);
+	if (rc == MRAIL_OK && n == 0)
+		snprintf(why, whylen, "%s", pa->host_id == e->host_id
+			 ? "same host but no driver with rails on both sides"
+			 : "no interface pair and no fabric in common");
 	if (rc != MRAIL_OK || n == 0) {
 		free(plan);
 		return rc != MRAIL_OK ? rc : MRAIL_ERR_PEER;

@@ -10,7 +10,7 @@
 
 int engine_progress(struct mrail_engine *e)
 {
-	int events = e->drv_ops->progress(e->drv);
+	int events = drivers_progress(e);
 	if (!mrail_list_empty(&e->sched_gates))
 		schedule_pending(e);
 	if ((++e->progress_calls & 1023) == 0)
@@ -31,16 +31,24 @@ MRAIL_API int mrail_progress(mrail_engine_t *e)
 /* Sleep until a driver has something or timeout_ms passes (lock not held). */
 void engine_idle_wait(struct mrail_engine *e, int timeout_ms)
 {
-	struct pollfd p = {e->drv_ops->wait_fd(e->drv), POLLIN, 0};
-	if (p.fd >= 0)
-		poll(&p, 1, timeout_ms);
+	struct pollfd p[MRAIL_MAX_DRIVERS];
+	int fds[MRAIL_MAX_DRIVERS];
+	unsigned n = drivers_wait_fds(e, fds, MRAIL_MAX_DRIVERS);
+	for (unsigned i = 0; i < n; i++)
+		p[i] = (struct pollfd){fds[i], POLLIN, 0};
+	if (n > 0)
+		poll(p, n, timeout_ms);
 }
 
 static void *progress_main(void *arg)
 {
 	struct mrail_engine *e = arg;
-	struct pollfd p[2] = {{e->drv_ops->wait_fd(e->drv), POLLIN, 0},
-			      {e->wake_fd, POLLIN, 0}};
+	struct pollfd p[MRAIL_MAX_DRIVERS + 1];
+	int fds[MRAIL_MAX_DRIVERS];
+	unsigned n = drivers_wait_fds(e, fds, MRAIL_MAX_DRIVERS);
+	p[0] = (struct pollfd){e->wake_fd, POLLIN, 0};
+	for (unsigned i = 0; i < n; i++)
+		p[i + 1] = (struct pollfd){fds[i], POLLIN, 0};
 	for (;;) {
 		engine_lock(e);
 		int stop = e->progress_thread_stop;
@@ -55,7 +63,7 @@ static void *progress_main(void *arg)
 			continue;
 		/* Sleep in the kernel until a socket is ready; the timeout
 		 * bounds how late handshake deadlines are noticed. */
-		poll(p, p[0].fd >= 0 ? 2 : 1, 100);
+		poll(p, n + 1, 100);
 	}
 	return NULL;
 }

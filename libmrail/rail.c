@@ -48,6 +48,7 @@ void rail_close(struct mrail_engine *e, struct rail *r)
 {
 	struct mrail_list *pos, *tmp;
 
+	hooks_rail_down(e, r);
 	if (r->ep) {
 		r->local->ops->ep_close(r->ep);
 		r->ep = NULL;

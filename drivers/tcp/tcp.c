@@ -10,6 +10,8 @@
  */
 #include "drivers/tcp/tcp_internal.h"
 #include "util/log.h"
+#include "util/params.h"
+#include "util/size.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -148,7 +150,7 @@ void tcp_ep_fail(struct mrail_drv_ep *ep, int status, const char *fmt, ...)
 	tcp_report_done_of(ep);
 	if (ep->state == TCP_EP_CLOSED)
 		return;
-	ep->drv->up->ep_error(ep->ctx, status, why);
+	ep->drv->base.up->ep_error(ep->ctx, status, why);
 	if (ep->state == TCP_EP_CLOSED)
 		return;
 	tcp_sendq_fail(ep, status);
@@ -196,28 +198,72 @@ static int new_socket(const struct mrail_drv *drv, int family)
 	return fd;
 }
 
-/* MRAIL_TCP_SOCKBUF: bytes (k/m suffix allowed), 0 = kernel autotuning.
- * Returns the size, or -1 (logged) when the value is malformed. */
-static int sockbuf_from_env(void)
+/*
+ * Parameters (docs/driver-tcp.md): MRAIL_DRIVER_PARAMS "tcp:" section,
+ * else the MRAIL_TCP_* variables. loopback_rails: rails between processes
+ * of this host (1..32, default 1); sockbuf: SO_SNDBUF/SO_RCVBUF bytes
+ * (k/m suffix), 0 = kernel autotuning.
+ */
+static int param_value(const char *key, const char *val, struct mrail_drv *drv)
 {
-	const char *s = getenv("MRAIL_TCP_SOCKBUF");
-	char *end;
-	long long v;
-
-	if (!s)
-		return TCP_DEFAULT_SOCKBUF;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (end != s && (*end == 'k' || *end == 'K'))
-		v *= 1024, end++;
-	else if (end != s && (*end == 'm' || *end == 'M'))
-		v *= 1024 * 1024, end++;
-	if (errno || end == s || *end || v < 0 || v > (1 << 30)) {
-		mrail_error("invalid MRAIL_TCP_SOCKBUF='%s': expected bytes up "
-			    "to 1g (k/m suffix), 0 = kernel default", s);
-		return -1;
+	uint64_t v;
+	if (!strcmp(key, "loopback_rails")) {
+		char *end;
+		errno = 0;
+		unsigned long n = strtoul(val, &end, 10);
+		if (errno || end == val || *end || n < 1 || n > 32)
+			return -1;
+		drv->loopback_rails = (unsigned)n;
+		return 0;
 	}
-	return (int)v;
+	if (!strcmp(key, "sockbuf")) {
+		if (mrail_parse_size(val, &v) || v > (1u << 30))
+			return -1;
+		drv->sockbuf = (int)v;
+		return 0;
+	}
+	return -2;
+}
+
+static int tcp_params(const char *params, struct mrail_drv *drv)
+{
+	static const char *const env[][2] = {
+		{"MRAIL_TCP_LOOPBACK_RAILS", "loopback_rails"},
+		{"MRAIL_TCP_SOCKBUF", "sockbuf"},
+	};
+	char key[32], val[64];
+	const char *pos = params;
+	int rc;
+
+	drv->loopback_rails = 1;
+	drv->sockbuf = TCP_DEFAULT_SOCKBUF;
+	for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
+		const char *s = getenv(env[i][0]);
+		if (s && param_value(env[i][1], s, drv)) {
+			mrail_error("invalid %s='%s': %s", env[i][0], s,
+				    i == 0 ? "1..32 rails"
+					   : "bytes up to 1g (k/m suffix), 0 = "
+					     "kernel default");
+			return MRAIL_ERR_CONFIG;
+		}
+	}
+	while ((rc = mrail_params_next(&pos, key, sizeof key, val,
+				       sizeof val)) != 0) {
+		if (rc > 0)
+			rc = param_value(key, val, drv);
+		if (rc == -2) {
+			mrail_error("invalid MRAIL_DRIVER_PARAMS: tcp has no "
+				    "parameter '%s' (known: loopback_rails, "
+				    "sockbuf)", key);
+			return MRAIL_ERR_CONFIG;
+		}
+		if (rc < 0) {
+			mrail_error("invalid MRAIL_DRIVER_PARAMS tcp section "
+				    "'%s': near '%s'", params, key);
+			return MRAIL_ERR_CONFIG;
+		}
+	}
+	return MRAIL_OK;
 }
 
 /* ---- instance ---------------------------------------------------------- */
@@ -226,26 +272,56 @@ static int tcp_open(const struct mrail_drv_open_args *args,
 		    struct mrail_drv **out)
 {
 	struct mrail_drv *drv;
-	int sockbuf = sockbuf_from_env();
 
 	if (!args || !args->upcalls || !out)
 		return MRAIL_ERR_INVALID;
-	if (sockbuf < 0)
-		return MRAIL_ERR_CONFIG;
 	drv = calloc(1, sizeof *drv);
 	if (!drv)
 		return MRAIL_ERR_NOMEM;
+	if (tcp_params(args->params, drv)) {
+		free(drv);
+		return MRAIL_ERR_CONFIG;
+	}
 	drv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (drv->epfd < 0) {
 		mrail_error("tcp: epoll_create1: %s", strerror(errno));
 		free(drv);
 		return MRAIL_ERR_IO;
 	}
-	drv->up = args->upcalls;
-	drv->engine_ctx = args->engine_ctx;
-	drv->sockbuf = sockbuf;
+	mrail_drv_base_init(&drv->base, &mrail_tcp_driver_ops, args);
 	*out = drv;
 	return 0;
+}
+
+/* Loopback rails for processes of this host; interfaces come from the
+ * engine's address selection (MRAIL_DRV_CAP_IP). */
+static int tcp_list_rails(struct mrail_drv *drv,
+			  struct mrail_drv_rail_desc *out, int max)
+{
+	int n = 0;
+	for (unsigned i = 0; i < drv->loopback_rails && n < max; i++, n++) {
+		memset(&out[n], 0, sizeof out[n]);
+		snprintf(out[n].name, sizeof out[n].name, "lo%u", i);
+		snprintf(out[n].listen, sizeof out[n].listen, "127.0.0.1");
+		snprintf(out[n].ifname, sizeof out[n].ifname, "lo");
+		out[n].scope = MRAIL_DRV_SCOPE_HOST;
+		out[n].numa_node = -1;
+	}
+	return n;
+}
+
+static void tcp_ep_query(struct mrail_drv_ep *ep, struct mrail_drv_ep_info *info)
+{
+	socklen_t len = sizeof info->local;
+	memset(info, 0, sizeof *info);
+	info->fd = ep ? ep->poll.fd : -1;
+	if (info->fd < 0)
+		return;
+	if (getsockname(info->fd, (struct sockaddr *)&info->local, &len))
+		info->local.ss_family = 0;
+	len = sizeof info->remote;
+	if (getpeername(info->fd, (struct sockaddr *)&info->remote, &len))
+		info->remote.ss_family = 0;
 }
 
 static void tcp_ep_close(struct mrail_drv_ep *ep);
@@ -295,7 +371,7 @@ static void tcp_query_caps(struct mrail_drv *drv, struct mrail_drv_caps *caps)
 	caps->max_body = TCP_MAX_BODY;
 	caps->max_body_iov = TCP_MAX_BODY_IOV;
 	caps->eager_max_hint = TCP_EAGER_MAX_HINT;
-	caps->flags = MRAIL_DRV_CAP_RECV_INTO_USER;
+	caps->flags = MRAIL_DRV_CAP_RECV_INTO_USER | MRAIL_DRV_CAP_IP;
 	caps->nominal_bandwidth = bw;
 	caps->nominal_latency = 0;
 }
@@ -411,7 +487,7 @@ static void accept_one(struct mrail_drv *drv, int fd)
 	tcp_ep_update_events(ep);
 	mrail_debug("tcp: accepted %s on %s", ep->remote_name,
 		    ep->local_name);
-	ctx = drv->up->accepted(drv->engine_ctx, ep);
+	ctx = drv->base.up->accepted(drv->base.engine_ctx, ep);
 	if (ep->state == TCP_EP_CLOSED)
 		return;
 	if (!ctx) {
@@ -561,7 +637,7 @@ static void connect_failed(struct mrail_drv_ep *ep, int err)
 		   ep->remote_name, strerror(err));
 	ep->state = TCP_EP_FAILED;
 	tcp_ep_update_events(ep);
-	ep->drv->up->connected(ep->ctx, MRAIL_ERR_PEER);
+	ep->drv->base.up->connected(ep->ctx, MRAIL_ERR_PEER);
 	if (ep->state == TCP_EP_CLOSED)
 		return;
 	tcp_sendq_fail(ep, MRAIL_ERR_PEER);
@@ -580,7 +656,7 @@ static void finish_connect(struct mrail_drv_ep *ep, uint32_t events)
 		     0);
 	mrail_debug("tcp: connected %s -> %s", ep->local_name,
 		    ep->remote_name);
-	ep->drv->up->connected(ep->ctx, 0);
+	ep->drv->base.up->connected(ep->ctx, 0);
 	if (ep->state != TCP_EP_CONNECTED)
 		return;
 	tcp_ep_update_events(ep);
@@ -720,4 +796,6 @@ const struct mrail_drv_ops mrail_tcp_driver_ops = {
 	.wait_fd = tcp_wait_fd,
 	.ep_names = tcp_ep_names,
 	.ep_close = tcp_ep_close,
+	.list_rails = tcp_list_rails,
+	.ep_query = tcp_ep_query,
 };

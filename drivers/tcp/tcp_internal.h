@@ -144,10 +144,10 @@ struct mrail_drv_ep {
 };
 
 struct mrail_drv {
+	struct mrail_drv_base base; /* upcalls, engine context */
 	int epfd;
-	const struct mrail_drv_upcalls *up;
-	void *engine_ctx;
 	int sockbuf; /* SO_SNDBUF/SO_RCVBUF request, 0 = kernel autotuning */
+	unsigned loopback_rails; /* rails to processes of this host */
 
 	struct tcp_listener **listeners;
 	int nlisteners;
@@ -168,6 +168,7 @@ struct mrail_drv {
 };
 
 /* ---- tcp.c ------------------------------------------------------------- */
+extern const struct mrail_drv_ops mrail_tcp_driver_ops;
 void tcp_ep_update_events(struct mrail_drv_ep *ep);
 void tcp_ep_need_attention(struct mrail_drv_ep *ep);
 /* Report a broken connection (progress only); see driver.h ep_error. */

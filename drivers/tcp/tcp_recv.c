@@ -121,7 +121,7 @@ static void rx_body_finish(struct mrail_drv_ep *ep)
 
 	ep->in_body = false;
 	ep->body_cookie = NULL;
-	ep->drv->up->recv_body_done(ep->ctx, cookie);
+	ep->drv->base.up->recv_body_done(ep->ctx, cookie);
 }
 
 static bool rx_dst_ok(struct mrail_drv_ep *ep, int cnt, uint64_t body_len)
@@ -164,7 +164,7 @@ static void rx_body_start(struct mrail_drv_ep *ep, const void *head,
 			return;
 		}
 	}
-	cookie = ep->drv->up->recv_body(ep->ctx, head, head_len, body_len,
+	cookie = ep->drv->base.up->recv_body(ep->ctx, head, head_len, body_len,
 					ep->dst, &cnt);
 	if (!tcp_ep_usable(ep))
 		return;
@@ -292,7 +292,7 @@ static void rx_deliver_frames(struct mrail_drv_ep *ep)
 		 * because nothing moves the buffer during an upcall. */
 		ep->rstart += TCP_FRAME_HDR_LEN + head_len;
 		if (body_len == 0)
-			ep->drv->up->recv_frame(ep->ctx, h + TCP_FRAME_HDR_LEN,
+			ep->drv->base.up->recv_frame(ep->ctx, h + TCP_FRAME_HDR_LEN,
 						head_len);
 		else
 			rx_body_start(ep, h + TCP_FRAME_HDR_LEN, head_len,

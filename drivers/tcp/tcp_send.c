@@ -132,7 +132,7 @@ void tcp_report_done_of(struct mrail_drv_ep *ep)
 		rec = next;
 		if (ep->state == TCP_EP_CLOSED)
 			continue; /* closed by an upcall: no more upcalls */
-		drv->up->send_done(ep->ctx, send_ctx, status);
+		drv->base.up->send_done(ep->ctx, send_ctx, status);
 	}
 }
 
@@ -152,7 +152,7 @@ int tcp_run_completions(struct mrail_drv *drv)
 		int status = rec->status;
 		send_free(drv, rec);
 		/* ep is open: ep_close removes its records from the list. */
-		drv->up->send_done(ep->ctx, send_ctx, status);
+		drv->base.up->send_done(ep->ctx, send_ctx, status);
 		n++;
 	}
 	return n;

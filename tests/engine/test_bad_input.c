@@ -27,8 +27,8 @@ static uint64_t a_uuid, a_host;
 static uint16_t a_port; /* loopback listener, network order */
 
 /*
- * White-box: the address blob (docs/wire.md, version 2) of an engine with
- * MRAIL_RAILS=lo has no interface records, only its loopback endpoint.
+ * White-box: the address blob (docs/wire.md, version 3) of an engine with
+ * MRAIL_RAILS=lo has no interface records, only its loopback rail.
  */
 static void parse_a_address(void)
 {
@@ -52,7 +52,7 @@ static void parse_a_address(void)
  * port nobody listens on (A accepts, it never connects to it). */
 static size_t fake_blob(uint64_t uuid, uint8_t *blob)
 {
-	uint32_t mv = 0x41524d00u | 2;
+	uint32_t mv = 0x41524d00u | 3;
 	uint16_t nnetif = 0, nloop = 1, al = 16;
 	uint8_t tcp[16] = {'T', 'C', 'P', 1, 4, 0, 0, 1, 0, 0, 0, 0,
 			   127, 0, 0, 1};
@@ -66,6 +66,12 @@ static size_t fake_blob(uint64_t uuid, uint8_t *blob)
 	memcpy(blob + n, "tcp", 3), n += 3;
 	memcpy(blob + n, &al, 2), n += 2;
 	memcpy(blob + n, tcp, 16), n += 16;
+	blob[n++] = 1; /* host scope */
+	blob[n++] = 3;
+	memcpy(blob + n, "lo0", 3), n += 3;
+	blob[n++] = 0; /* fabric "" */
+	blob[n++] = 2;
+	memcpy(blob + n, "lo", 2), n += 2;
 	return n;
 }
 
