@@ -153,6 +153,16 @@ struct mrail_config {
 	 * see the rails a bootstrapped mrail_engine_create() connects). */
 	const struct mrail_rail_hooks *rail_hooks;
 	void *rail_hooks_ctx;
+	int rdv_protocol;          /* MRAIL_RDV: how rendezvous payload moves on
+	                              rails with RDMA: MRAIL_RDV_AUTO (default:
+	                              read by the receiver when the sender's
+	                              buffer is contiguous, else written by the
+	                              sender when the receiver's is, else sent),
+	                              _GET, _PUT, or _SEND (never RDMA) */
+};
+enum mrail_rdv_protocol {
+	MRAIL_RDV_AUTO = 0, MRAIL_RDV_GET = 1, MRAIL_RDV_PUT = 2,
+	MRAIL_RDV_SEND = 3,
 };
 
 MRAIL_API int mrail_config_init(struct mrail_config *cfg);
@@ -281,6 +291,9 @@ struct mrail_rail_stats {
 	double time_scale;       /* measured / predicted duration of recent
 	                            chunks received on it (1: none measured);
 	                            multiplies the predictions strategies see */
+	uint64_t rma_reads;      /* rendezvous chunks this host read from the
+	                            peer by RDMA on this rail */
+	uint64_t rma_writes;     /* chunks this host wrote to the peer by RDMA */
 };
 
 /* What a rail is: chosen at wire-up (loopback for processes of the same

@@ -15,6 +15,7 @@ static const char *const known_vars[] = {
 	"MRAIL_DRIVERS", "MRAIL_RAILS", "MRAIL_RAILS_EXCLUDE",
 	"MRAIL_TCP_LOOPBACK_RAILS", "MRAIL_DRIVER_PARAMS",
 	"MRAIL_FAKE_PARAMS", /* drivers/fake */
+	"MRAIL_RDV",
 	"MRAIL_STRATEGY", "MRAIL_STRATEGY_PATH", "MRAIL_LOG_LEVEL",
 	"MRAIL_PROFILE_DIR",
 	"MRAIL_EAGER_MAX", "MRAIL_PROGRESS_THREAD", "MRAIL_BOOTSTRAP",
@@ -164,6 +165,12 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	if ((rc = env_seconds("MRAIL_CONNECT_TIMEOUT", &c->connect_timeout)) ||
 	    (rc = env_seconds("MRAIL_FINALIZE_TIMEOUT", &c->finalize_timeout)))
 		return rc;
+	const char *rdv = getenv("MRAIL_RDV");
+	if (rdv) {
+		c->rdv_protocol = rma_parse_protocol(rdv);
+		if (c->rdv_protocol < 0)
+			return bad("MRAIL_RDV", rdv, "auto, get, put or send");
+	}
 	const char *key = getenv("MRAIL_JOB_KEY");
 	if (key) {
 		if (mrail_auth_key_parse(key, c->job_key))

@@ -210,6 +210,13 @@ static int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 	}
 	if ((rc = config_copy_strings(e, cfg)))
 		return rc;
+	if (cfg->rdv_protocol < MRAIL_RDV_AUTO ||
+	    cfg->rdv_protocol > MRAIL_RDV_SEND) {
+		mrail_error("invalid rdv_protocol %d (MRAIL_RDV)",
+			    cfg->rdv_protocol);
+		return MRAIL_ERR_CONFIG;
+	}
+	e->rdv_protocol = cfg->rdv_protocol;
 	if (cfg->rail_hooks)
 		e->hooks = *cfg->rail_hooks;
 	e->hooks_ctx = cfg->rail_hooks_ctx;
@@ -393,7 +400,7 @@ static void free_pending_requests(struct mrail_engine *e)
 		mrail_list_remove(pos);
 		if (u->self_send)
 			request_free(e, u->self_send);
-		free(u);
+		unexpected_free(u);
 	}
 }
 

@@ -33,6 +33,7 @@
 #include <stdio.h>
 
 #define MRAIL_IOV_MAX 1024
+#define MRAIL_MAX_DRIVERS 8
 #define MRAIL_EAGER_MAX_LIMIT (1u << 20)
 #define MRAIL_EAGER_MAX_DEFAULT 32768
 
@@ -69,6 +70,29 @@ struct mrail_request {
 	uint64_t done_bytes;    /* rdv: payload bytes moved so far */
 	int outstanding;        /* driver operations still referencing us */
 	int error;              /* first error seen (completion status) */
+	struct rdv_rma *rma;    /* one-sided rendezvous state, or NULL */
+};
+
+/* A remote key: where a peer's registered buffer is (libmrail/rma.c). */
+struct rma_key {
+	uint64_t id;            /* send_id or recv_id it was sent with */
+	uint64_t rails;         /* bit i: valid on rail i of the gate */
+	uint64_t addr;          /* byte 0 of the message */
+	uint16_t len;
+	uint8_t key[MRAIL_WIRE_RKEY_MAX];
+};
+
+struct mem_reg;
+/* One-sided rendezvous state of a request (rma.c). */
+struct rdv_rma {
+	/* Sender: its buffer registered with each RDMA driver instance. */
+	struct mem_reg *regs[MRAIL_MAX_DRIVERS];
+	/* Receiver: the sender's keys from before its RTS. */
+	unsigned nkeys;
+	struct rma_key keys[MRAIL_MAX_DRIVERS];
+	uint64_t read_bytes;    /* receiver: payload it read by RDMA */
+	uint64_t fin_bytes;     /* sender: payload the receiver read */
+	struct rail *fin_rail;  /* receiver: where GET_FIN goes */
 };
 
 /* ---- rails ------------------------------------------------------------ */
@@ -81,7 +105,14 @@ enum rail_state {
 };
 
 /* Something posted on a rail whose completion we must see. */
-enum send_op_kind { OP_PACKET, OP_DATA };
+enum send_op_kind { OP_PACKET, OP_DATA, OP_GET, OP_PUT };
+
+/* An RDMA-written chunk: PUT_FIN follows when all its puts are done. */
+struct rma_chunk {
+	uint64_t recv_id, offset, len;
+	unsigned ops_left;
+	int status;
+};
 struct send_op {
 	struct mrail_list link; /* rail->posted, or the free list */
 	int kind;
@@ -91,6 +122,8 @@ struct send_op {
 	size_t cap, len;           /* OP_PACKET buffer */
 	uint8_t *buf;
 	int has_busy;              /* OP_PACKET: holds a BUSY record */
+	struct mem_reg *reg;       /* OP_GET/OP_PUT: local registration */
+	struct rma_chunk *chunk;   /* OP_PUT: the chunk it belongs to */
 };
 
 /* A rendezvous chunk this host asked for on a rail (libmrail/busy.c). */
@@ -132,6 +165,10 @@ struct rail {
 	unsigned tx_ops;          /* posted send_ops not completed */
 	double tx_busy_since;
 	double remote_tx_free_at; /* sender's queue on this rail empties */
+	/* RKEY records read in the current packet, for the RTS or RTR that
+	 * follows them (rma.c). */
+	unsigned rx_nkeys;
+	struct rma_key rx_keys[MRAIL_MAX_DRIVERS];
 	void *hook_state;         /* what the rail_up hook returned */
 	int hooked;               /* rail_up hook ran, rail_down not yet */
 	double tx_own_free_at;    /* what this rail queued on its NIC left */
@@ -141,7 +178,6 @@ struct rail {
  * A driver instance. An engine holds one per name in MRAIL_DRIVERS; its
  * rails may serve one gate together with rails of other instances.
  */
-#define MRAIL_MAX_DRIVERS 8
 struct drv_instance {
 	struct mrail_engine *engine; /* the upcalls' engine_ctx is &this */
 	const struct mrail_drv_ops *ops;
@@ -226,6 +262,7 @@ struct unexpected {
 	uint64_t tag;
 	uint64_t len;             /* message length */
 	uint64_t send_id;         /* RTS */
+	struct rdv_rma *rma;      /* RTS: the sender's keys, or NULL */
 	struct mrail_request *self_send; /* UNEXP_SELF */
 	uint8_t data[];           /* UNEXP_EAGER payload */
 };
@@ -256,6 +293,7 @@ struct mrail_engine {
 	unsigned ndrv;                 /* driver instances */
 	struct drv_instance drivers[MRAIL_MAX_DRIVERS];
 	size_t max_head;               /* smallest over the instances */
+	int rdv_protocol;              /* enum rdv_protocol (MRAIL_RDV) */
 
 	const struct mrail_strategy_ops *strategy;
 	void *strategy_state;
@@ -436,11 +474,53 @@ void recv_deliver_eager(struct mrail_engine *e, struct mrail_request *r,
 			uint64_t len);
 int match(const struct mrail_request *r, const struct gate *g, uint64_t tag);
 void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error);
+/* Frees an unexpected message never delivered (and its remote keys). */
+void unexpected_free(struct unexpected *u);
+
+/* mem.c: memory registration through the instance's cache */
+struct mem_reg {
+	struct mrail_drv_mr *mr;
+	uintptr_t addr;
+	size_t len;
+	void *entry;               /* the cache's entry */
+};
+int mem_reg_get(struct drv_instance *di, const void *addr, size_t len,
+		struct mem_reg **out);
+void mem_reg_put(struct drv_instance *di, struct mem_reg *reg);
+void mem_fini(struct drv_instance *di);
+
+/* rma.c: one-sided rendezvous */
+enum rdv_protocol { RDV_AUTO, RDV_GET, RDV_PUT, RDV_SEND };
+int rma_parse_protocol(const char *s);
+size_t rma_rts_room(const struct mrail_engine *e, const struct gate *g);
+int rma_put_send_keys(struct mrail_engine *e, struct gate *g,
+		      struct mrail_request *r, struct send_op *op);
+int rma_on_rkey(struct rail *rail, const struct mrail_wire_rec *rec,
+		const char **why);
+struct rdv_rma *rma_take_keys(struct rail *rail, uint64_t send_id);
+void rma_rail_keys_clear(struct rail *rail);
+int rma_chunk_can_get(const struct mrail_request *r, const struct gate *g,
+		      unsigned rail_index);
+int rma_chunk_can_put(struct mrail_engine *e, const struct mrail_request *r,
+		      const struct gate *g, unsigned rail_index);
+int rma_start_get(struct mrail_engine *e, struct rail *rail,
+		  struct mrail_request *r, uint64_t offset, uint64_t len);
+int rma_put_recv_key(struct mrail_engine *e, struct rail *rail,
+		     struct mrail_request *r, struct send_op *op);
+void rma_on_rtr_put(struct mrail_engine *e, struct rail *rail,
+		    struct mrail_request *s, const struct mrail_wire_rtr *rtr);
+void rma_on_get_fin(struct mrail_engine *e, struct rail *rail,
+		    const struct mrail_wire_get_fin *f);
+void rma_on_put_fin(struct mrail_engine *e, struct rail *rail,
+		    const struct mrail_wire_put_fin *f);
+void rma_op_done(struct mrail_engine *e, struct send_op *op, int status);
+void rma_request_release(struct mrail_engine *e, struct mrail_request *r);
 
 /* rdv.c */
+/* rma: the sender's remote keys (ownership passes to r), or NULL. */
 void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
 		    struct gate *g, uint64_t tag, uint64_t msg_len,
-		    uint64_t send_id);
+		    uint64_t send_id, struct rdv_rma *rma);
 void rdv_on_rtr(struct mrail_engine *e, struct rail *r,
 		const struct mrail_wire_rtr *rtr);
 void *rdv_on_data(struct mrail_engine *e, struct rail *r, const void *head,

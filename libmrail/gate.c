@@ -193,7 +193,7 @@ void gate_free(struct mrail_engine *e, struct gate *g)
 	}
 	mrail_list_foreach_safe(pos, tmp, &g->ooo) {
 		mrail_list_remove(pos);
-		free(mrail_list_entry(pos, struct unexpected, link));
+		unexpected_free(mrail_list_entry(pos, struct unexpected, link));
 	}
 	free(g->plan);
 	if (e->strategy && e->strategy->peer_fini)

@@ -336,6 +336,12 @@ static void up_send_done(void *ctx, void *send_ctx, int status)
 	rail_op_done(r->engine, send_ctx, status);
 }
 
+static void up_rma_done(void *ctx, void *op_ctx, int status)
+{
+	struct rail *r = ctx;
+	rail_op_done(r->engine, op_ctx, status);
+}
+
 static void up_ep_error(void *ctx, int status, const char *why)
 {
 	struct rail *r = ctx;
@@ -364,4 +370,5 @@ const struct mrail_drv_upcalls engine_upcalls = {
 	.recv_body_done = up_recv_body_done,
 	.send_done = up_send_done,
 	.ep_error = up_ep_error,
+	.rma_done = up_rma_done,
 };

@@ -34,13 +34,15 @@ struct rail *rail_new(struct mrail_engine *e, struct local_rail *l)
 void rail_op_done(struct mrail_engine *e, struct send_op *op, int status)
 {
 	mrail_list_remove(&op->link);
-	if (op->rail)
+	if (op->rail && op->kind != OP_GET)
 		busy_tx_done(op->rail);
 	if (op->kind == OP_PACKET) {
 		packet_put(e, op);
-	} else {
+	} else if (op->kind == OP_DATA) {
 		rdv_data_sent(e, op, status);
 		free(op);
+	} else {
+		rma_op_done(e, op, status); /* frees op */
 	}
 }
 

@@ -25,35 +25,64 @@ static int plan_is_valid(const struct mrail_chunk *c, int cnt, unsigned nrails,
 	return off == total;
 }
 
-/* One packet of RTR records per rail that has chunks. */
+/*
+ * Per rail that has chunks: RDMA reads where the sender gave a key for it
+ * (rma.c), else one packet of RTR records, flagged for RDMA write (after
+ * an RKEY record for our buffer) where the rail can.
+ */
 static int post_rtrs(struct mrail_engine *e, struct gate *g,
 		     const struct mrail_rail_view *views, unsigned n,
 		     const struct mrail_chunk *chunks, int cnt,
 		     struct mrail_request *r)
 {
 	for (unsigned v = 0; v < n; v++) {
+		struct rail *rail = g->rails[views[v].index];
 		struct send_op *op = NULL;
+		int get = r->expected > 0 &&
+			  rma_chunk_can_get(r, g, views[v].index);
+		int put = !get && rma_chunk_can_put(e, r, g, views[v].index);
+		int keyed = 0;
+		size_t room = sizeof(struct mrail_wire_rtr) +
+			      (put ? mrail_wire_rkey_size(MRAIL_WIRE_RKEY_MAX)
+				   : 0);
 		for (int i = 0; i < cnt; i++) {
 			if (chunks[i].rail != v)
 				continue;
-			if (op && op->len + sizeof(struct mrail_wire_rtr) > op->cap) {
-				int rc = rail_post_packet(e, g->rails[views[v].index], op);
+			if (get) {
+				int rc = rma_start_get(e, rail, r,
+						       chunks[i].offset,
+						       chunks[i].length);
+				if (rc)
+					return rc;
+				continue;
+			}
+			if (op && op->len + room > op->cap) {
+				int rc = rail_post_packet(e, rail, op);
 				if (rc) {
 					packet_put(e, op);
 					return rc;
 				}
 				op = NULL;
 			}
-			if (!op && !(op = packet_get(e)))
-				return MRAIL_ERR_NOMEM;
-			op->len += mrail_wire_put_rtr(op->buf + op->len,
-						      r->remote_id, r->id,
-						      chunks[i].offset,
-						      chunks[i].length,
-						      r->expected);
+			if (!op) {
+				if (!(op = packet_get(e)))
+					return MRAIL_ERR_NOMEM;
+				keyed = 0;
+			}
+			/* The key first, once per packet: the sender reads
+			 * records in order. */
+			if (put && !keyed) {
+				if (rma_put_recv_key(e, rail, r, op) == MRAIL_OK)
+					keyed = 1;
+				else
+					put = 0; /* cannot register: two-sided */
+			}
+			op->len += mrail_wire_put_rtr_flags(
+				op->buf + op->len, r->remote_id, r->id,
+				chunks[i].offset, chunks[i].length, r->expected,
+				put ? MRAIL_WIRE_RTR_PUT : 0);
 			if (chunks[i].length > 0)
-				busy_rx_expect(g->rails[views[v].index],
-					       chunks[i].length);
+				busy_rx_expect(rail, chunks[i].length);
 		}
 		if (op) {
 			int rc = rail_post_packet(e, g->rails[views[v].index], op);
@@ -89,7 +118,7 @@ static void log_plan(const struct gate *g, const struct mrail_rail_view *v,
 
 void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
 		    struct gate *g, uint64_t tag, uint64_t msg_len,
-		    uint64_t send_id)
+		    uint64_t send_id, struct rdv_rma *rma)
 {
 	struct mrail_rail_view views[MRAIL_MAX_RAILS];
 	struct mrail_chunk chunks[MRAIL_MAX_CHUNKS];
@@ -97,6 +126,7 @@ void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
 	int cnt, rc;
 
 	r->gate = g;
+	r->rma = rma;
 	r->status.source = g->id;
 	r->status.tag = tag;
 	r->status.length = take;
@@ -183,6 +213,10 @@ void rdv_on_rtr(struct mrail_engine *e, struct rail *rail,
 	}
 	if (rtr->len == 0)
 		return;
+	if (rtr->h.flags & MRAIL_WIRE_RTR_PUT) {
+		rma_on_rtr_put(e, rail, s, rtr);
+		return;
+	}
 	int rc = rail_post_data(e, rail, s, rtr->recv_id, rtr->offset, rtr->len);
 	if (rc != MRAIL_OK)
 		gate_fail(e, rail->gate, rc, "posting a payload chunk failed");

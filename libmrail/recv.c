@@ -58,12 +58,19 @@ void recv_arrived(struct mrail_engine *e, struct gate *g, struct unexpected *u)
 	if (u->kind == UNEXP_EAGER)
 		recv_deliver_eager(e, r, g, u->tag, u->data, u->len);
 	else
-		rdv_recv_start(e, r, g, u->tag, u->len, u->send_id);
+		rdv_recv_start(e, r, g, u->tag, u->len, u->send_id, u->rma);
+	free(u);
+}
+
+void unexpected_free(struct unexpected *u)
+{
+	free(u->rma);
 	free(u);
 }
 
 static struct unexpected *unexpected_new(struct gate *g,
-					 const struct mrail_wire_rec *rec)
+					 const struct mrail_wire_rec *rec,
+					 struct rdv_rma *rma)
 {
 	struct unexpected *u;
 	if (rec->type == MRAIL_WIRE_EAGER) {
@@ -87,6 +94,7 @@ static struct unexpected *unexpected_new(struct gate *g,
 		u->send_id = rec->u.rts.send_id;
 	}
 	u->gate = g;
+	u->rma = rma;
 	u->self_send = NULL;
 	mrail_list_init(&u->link);
 	return u;
@@ -106,7 +114,8 @@ static int deliver_eager_now(struct mrail_engine *e, struct gate *g,
 }
 
 static int ordered_arrival(struct mrail_engine *e, struct gate *g,
-			   const struct mrail_wire_rec *rec, const char **why)
+			   const struct mrail_wire_rec *rec,
+			   struct rdv_rma *rma, const char **why)
 {
 	uint64_t seq = rec->type == MRAIL_WIRE_EAGER ? rec->u.eager.seq
 						     : rec->u.rts.seq;
@@ -119,7 +128,7 @@ static int ordered_arrival(struct mrail_engine *e, struct gate *g,
 	if (seq == g->next_recv_seq) {
 		g->next_recv_seq++;
 		if (rec->type != MRAIL_WIRE_EAGER || !deliver_eager_now(e, g, rec)) {
-			if (!(u = unexpected_new(g, rec)))
+			if (!(u = unexpected_new(g, rec, rma)))
 				return MRAIL_ERR_NOMEM;
 			recv_arrived(e, g, u);
 		}
@@ -135,13 +144,13 @@ static int ordered_arrival(struct mrail_engine *e, struct gate *g,
 		return MRAIL_OK;
 	}
 	/* Early: keep it in sequence order (usually it goes last). */
-	if (!(u = unexpected_new(g, rec)))
+	if (!(u = unexpected_new(g, rec, rma)))
 		return MRAIL_ERR_NOMEM;
 	struct mrail_list *pos = g->ooo.prev;
 	while (pos != &g->ooo) {
 		struct unexpected *o = mrail_list_entry(pos, struct unexpected, link);
 		if (o->seq == seq) {
-			free(u);
+			unexpected_free(u);
 			*why = "duplicate message sequence number";
 			return MRAIL_ERR_PROTO;
 		}
@@ -197,13 +206,30 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 		switch (rec.type) {
 		case MRAIL_WIRE_EAGER:
 			r->stats.rx_bytes += rec.payload_len;
-			/* fall through */
-		case MRAIL_WIRE_RTS:
 			r->stats.rx_msgs++;
-			rc = ordered_arrival(e, g, &rec, &why);
+			rc = ordered_arrival(e, g, &rec, NULL, &why);
 			break;
+		case MRAIL_WIRE_RTS: {
+			struct rdv_rma *keys =
+				rma_take_keys(r, rec.u.rts.send_id);
+			r->stats.rx_msgs++;
+			rc = ordered_arrival(e, g, &rec, keys, &why);
+			if (rc)
+				free(keys);
+			break;
+		}
 		case MRAIL_WIRE_RTR:
 			rdv_on_rtr(e, r, &rec.u.rtr);
+			break;
+		case MRAIL_WIRE_RKEY:
+			if (rma_on_rkey(r, &rec, &why))
+				rc = MRAIL_ERR_PROTO;
+			break;
+		case MRAIL_WIRE_GET_FIN:
+			rma_on_get_fin(e, r, &rec.u.get_fin);
+			break;
+		case MRAIL_WIRE_PUT_FIN:
+			rma_on_put_fin(e, r, &rec.u.put_fin);
 			break;
 		case MRAIL_WIRE_BUSY: {
 			uint32_t us[MRAIL_WIRE_BUSY_MAX];
@@ -212,6 +238,7 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 			break;
 		}
 		case MRAIL_WIRE_BYE:
+			rma_rail_keys_clear(r);
 			on_bye(e, r);
 			return;
 		default:
@@ -219,6 +246,8 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 			rc = MRAIL_ERR_PROTO;
 		}
 	}
+	/* Remote keys serve the RTS or RTRs of their own packet only. */
+	rma_rail_keys_clear(r);
 	if (rc != MRAIL_OK) {
 		char msg[160];
 		snprintf(msg, sizeof msg, "rail %u: %s in a packet of %zu bytes; "
@@ -244,7 +273,8 @@ int recv_post(struct mrail_engine *e, struct mrail_request *r)
 			recv_deliver_eager(e, r, u->gate, u->tag, u->data, u->len);
 			free(u);
 		} else if (u->kind == UNEXP_RTS) {
-			rdv_recv_start(e, r, u->gate, u->tag, u->len, u->send_id);
+			rdv_recv_start(e, r, u->gate, u->tag, u->len, u->send_id,
+				       u->rma);
 			free(u);
 		} else {
 			self_match(e, r, u);
@@ -278,7 +308,7 @@ void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error)
 	/* Messages that overtook a lost one can never be delivered. */
 	mrail_list_foreach_safe(pos, tmp, &g->ooo) {
 		mrail_list_remove(pos);
-		free(mrail_list_entry(pos, struct unexpected, link));
+		unexpected_free(mrail_list_entry(pos, struct unexpected, link));
 	}
 }
 

@@ -53,7 +53,7 @@ void request_complete(struct mrail_engine *e, struct mrail_request *r,
 
 void request_free(struct mrail_engine *e, struct mrail_request *r)
 {
-	(void)e;
+	rma_request_release(e, r);
 	if (r->iov != &r->iov1)
 		free(r->iov);
 	free(r);

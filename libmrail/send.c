@@ -41,11 +41,13 @@ static void put_busy(struct gate *g, struct send_op *op)
 
 /* A rendezvous request travels with a BUSY record (room kept for one per
  * request; one per packet is written). */
-static size_t record_size(const struct gate *g, const struct mrail_request *r)
+static size_t record_size(const struct mrail_engine *e, const struct gate *g,
+			  const struct mrail_request *r)
 {
 	return is_eager(g, r) ? mrail_wire_eager_size(r->len)
 			      : sizeof(struct mrail_wire_rts) +
-					mrail_wire_busy_size(busy_entries(g));
+					mrail_wire_busy_size(busy_entries(g)) +
+					(r->iovcnt == 1 ? rma_rts_room(e, g) : 0);
 }
 
 static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
@@ -68,10 +70,13 @@ static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
 	}
 	if (!handle_assign(e, r))
 		return MRAIL_ERR_NOMEM;
-	if (!op->has_busy) {
+	if (!op->has_busy)
 		put_busy(g, op);
-		at = op->buf + op->len;
-	}
+	/* Keys for RDMA read before the RTS they serve. */
+	int rc = rma_put_send_keys(e, g, r, op);
+	if (rc)
+		return rc;
+	at = op->buf + op->len;
 	op->len += mrail_wire_put_rts(at, r->seq, r->tag, r->len, r->id);
 	busy_tx_reserve(g, r->len);
 	r->phase = REQ_RDV_WAIT_RTR;
@@ -96,7 +101,7 @@ static void queue_view(const struct mrail_engine *e, const struct gate *g,
 	q->known = 0;
 	for (; pos != &g->sendq && q->known < MRAIL_QUEUE_VIEW; pos = pos->next)
 		bytes[q->known++] = record_size(
-			g, mrail_list_entry(pos, struct mrail_request, link));
+			e, g, mrail_list_entry(pos, struct mrail_request, link));
 	q->more = pos != &g->sendq;
 	q->record_bytes = bytes;
 	q->packet_room = e->packet_cap - sizeof(struct mrail_wire_pkt_hdr);
@@ -114,7 +119,7 @@ static int send_packet(struct mrail_engine *e, struct gate *g,
 			     !mrail_list_empty(&g->sendq); k++) {
 		struct mrail_request *r =
 			mrail_list_first(&g->sendq, struct mrail_request, link);
-		if (op->len + record_size(g, r) > op->cap)
+		if (op->len + record_size(e, g, r) > op->cap)
 			break;
 		rc = pack_one(e, g, rail, op, r);
 	}

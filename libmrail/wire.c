@@ -11,6 +11,10 @@ _Static_assert(sizeof(struct mrail_wire_rtr) == 48, "rtr record size");
 _Static_assert(sizeof(struct mrail_wire_data) == 32, "data record size");
 _Static_assert(sizeof(struct mrail_wire_hello) == 64, "hello record size");
 _Static_assert(sizeof(struct mrail_wire_hello_ack) == 32, "ack record size");
+_Static_assert(sizeof(struct mrail_wire_rkey) == 32, "rkey record size");
+_Static_assert(sizeof(struct mrail_wire_get_fin) == 32, "get_fin size");
+_Static_assert(sizeof(struct mrail_wire_put_fin) == 32, "put_fin size");
+_Static_assert(MRAIL_WIRE_RKEY_MAX == 48, "keep in sync with the driver ABI");
 
 size_t mrail_wire_put_pkt_hdr(void *buf)
 {
@@ -49,6 +53,10 @@ static const size_t fixed_size[] = {
 	[MRAIL_WIRE_HELLO_ACK] = sizeof(struct mrail_wire_hello_ack),
 	[MRAIL_WIRE_BYE] = sizeof(struct mrail_wire_bye),
 	[MRAIL_WIRE_BUSY] = sizeof(struct mrail_wire_busy),
+	[MRAIL_WIRE_RKEY] = sizeof(struct mrail_wire_rkey),
+	[MRAIL_WIRE_GET_FIN] = sizeof(struct mrail_wire_get_fin),
+	[MRAIL_WIRE_PUT_FIN] = sizeof(struct mrail_wire_put_fin),
+	[MRAIL_WIRE_TYPE_MAX - 1] = 0,
 };
 
 int mrail_wire_next(const void *head, size_t len, size_t *off,
@@ -66,8 +74,16 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 		return -1;
 	}
 	memcpy(&rh, p, sizeof rh);
-	if (rh.type < MRAIL_WIRE_EAGER || rh.type > MRAIL_WIRE_BUSY) {
+	if (rh.type >= MRAIL_WIRE_TYPE_MAX || fixed_size[rh.type] == 0) {
 		*why = "unknown record type";
+		return -1;
+	}
+	if (rh.flags && rh.type != MRAIL_WIRE_RTR) {
+		*why = "flags set on a record that has none";
+		return -1;
+	}
+	if (rh.type == MRAIL_WIRE_RTR && (rh.flags & ~MRAIL_WIRE_RTR_PUT)) {
+		*why = "unknown RTR flags";
 		return -1;
 	}
 	size_t need = fixed_size[rh.type];
@@ -103,6 +119,18 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 		rec->payload = p + need;
 		rec->payload_len = 4 * (size_t)rh.len;
 		need += mrail_wire_pad8(4 * (size_t)rh.len);
+	} else if (rh.type == MRAIL_WIRE_RKEY) {
+		if (rh.len == 0 || rh.len > MRAIL_WIRE_RKEY_MAX) {
+			*why = "remote key empty or longer than the limit";
+			return -1;
+		}
+		if (mrail_wire_pad8(rh.len) > left - need) {
+			*why = "remote key runs past the packet";
+			return -1;
+		}
+		rec->payload = p + need;
+		rec->payload_len = rh.len;
+		need += mrail_wire_pad8(rh.len);
 	} else if (rh.len != 0) {
 		*why = "non-zero length field in a fixed-size record";
 		return -1;
@@ -191,4 +219,55 @@ size_t mrail_wire_put_busy(void *buf, const uint32_t *us, unsigned n)
 	put_rec_hdr(buf, MRAIL_WIRE_BUSY, n);
 	memcpy((char *)buf + sizeof(struct mrail_wire_busy), us, 4 * (size_t)n);
 	return size;
+}
+
+size_t mrail_wire_put_rtr_flags(void *buf, uint64_t send_id, uint64_t recv_id,
+				uint64_t offset, uint64_t len, uint64_t total,
+				uint8_t flags)
+{
+	size_t n = mrail_wire_put_rtr(buf, send_id, recv_id, offset, len, total);
+	((struct mrail_wire_rec_hdr *)buf)->flags = flags;
+	return n;
+}
+
+size_t mrail_wire_put_rkey(void *buf, uint64_t id, uint64_t rails,
+			   uint64_t addr, const void *key, size_t key_len)
+{
+	struct mrail_wire_rkey r;
+	size_t size = mrail_wire_rkey_size(key_len);
+	memset(buf, 0, size);
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_RKEY, (uint32_t)key_len);
+	r.id = id;
+	r.rails = rails;
+	r.addr = addr;
+	memcpy(buf, &r, sizeof r);
+	memcpy((char *)buf + sizeof r, key, key_len);
+	return size;
+}
+
+size_t mrail_wire_put_get_fin(void *buf, uint64_t send_id, uint64_t total,
+			      uint64_t bytes)
+{
+	struct mrail_wire_get_fin r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_GET_FIN, 0);
+	r.send_id = send_id;
+	r.total = total;
+	r.bytes = bytes;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
+}
+
+size_t mrail_wire_put_put_fin(void *buf, uint64_t recv_id, uint64_t offset,
+			      uint64_t len)
+{
+	struct mrail_wire_put_fin r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_PUT_FIN, 0);
+	r.recv_id = recv_id;
+	r.offset = offset;
+	r.len = len;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
 }

@@ -17,7 +17,7 @@
 #include "util/auth.h"
 
 #define MRAIL_WIRE_MAGIC 0x50524d00u /* "\0MRP" read as little-endian u32 */
-#define MRAIL_WIRE_VERSION 2u
+#define MRAIL_WIRE_VERSION 3u
 
 enum mrail_wire_type {
 	MRAIL_WIRE_EAGER = 1,     /* a whole small message */
@@ -28,7 +28,18 @@ enum mrail_wire_type {
 	MRAIL_WIRE_HELLO_ACK = 6, /* acceptor's answer to HELLO */
 	MRAIL_WIRE_BYE = 7,       /* the sender's engine is closing */
 	MRAIL_WIRE_BUSY = 8,      /* sender's per-rail busy time (v2) */
+	/* One-sided rendezvous (v3; types 16.. are RMA records). */
+	MRAIL_WIRE_RKEY = 16,     /* a registered buffer peers may reach */
+	MRAIL_WIRE_GET_FIN = 17,  /* receiver read payload by RDMA */
+	MRAIL_WIRE_PUT_FIN = 18,  /* sender wrote a payload chunk by RDMA */
+	MRAIL_WIRE_TYPE_MAX = 32, /* types are below this */
 };
+
+/* RTR flag: move this chunk by RDMA write into the buffer of the RKEY
+ * record (same recv_id) that came before it on the rail. */
+#define MRAIL_WIRE_RTR_PUT 0x01u
+/* Bytes of a packed remote key (drivers/driver.h MRAIL_DRV_RKEY_MAX). */
+#define MRAIL_WIRE_RKEY_MAX 48
 
 /* BUSY: h.len entries (<= MRAIL_WIRE_BUSY_MAX) of uint32 microseconds
  * follow, one per rail of the gate in rail order, padded to 8 bytes. */
@@ -104,6 +115,30 @@ struct mrail_wire_busy {
 	struct mrail_wire_rec_hdr h;
 };
 
+/* h.len key bytes (<= MRAIL_WIRE_RKEY_MAX) follow, padded to 8. Precedes
+ * the RTS (id = send_id: the sender's buffer, for RDMA read) or the RTRs
+ * (id = recv_id: the receiver's buffer, for RDMA write) it serves. */
+struct mrail_wire_rkey {
+	struct mrail_wire_rec_hdr h;
+	uint64_t id;
+	uint64_t rails; /* bit i: the key is valid on rail i of the gate */
+	uint64_t addr;  /* where byte 0 of the message is */
+};
+
+struct mrail_wire_get_fin {
+	struct mrail_wire_rec_hdr h;
+	uint64_t send_id;
+	uint64_t total; /* bytes the receiver takes in all (<= msg_len) */
+	uint64_t bytes; /* of which it read this many by RDMA */
+};
+
+struct mrail_wire_put_fin {
+	struct mrail_wire_rec_hdr h;
+	uint64_t recv_id;
+	uint64_t offset;
+	uint64_t len;
+};
+
 /* Decoded record, pointing into the packet. */
 struct mrail_wire_rec {
 	int type;
@@ -114,8 +149,12 @@ struct mrail_wire_rec {
 		struct mrail_wire_data data;
 		struct mrail_wire_hello hello;
 		struct mrail_wire_hello_ack ack;
+		struct mrail_wire_rkey rkey;
+		struct mrail_wire_get_fin get_fin;
+		struct mrail_wire_put_fin put_fin;
 	} u;
-	const void *payload; /* EAGER: the message; BUSY: the entries */
+	const void *payload; /* EAGER: the message; BUSY: the entries;
+	                        RKEY: the key */
 	size_t payload_len;
 };
 
@@ -159,6 +198,21 @@ size_t mrail_wire_put_rtr(void *buf, uint64_t send_id, uint64_t recv_id,
 size_t mrail_wire_put_data(void *buf, uint64_t recv_id, uint64_t offset,
 			   uint64_t len);
 size_t mrail_wire_put_bye(void *buf);
+/* RKEY with a key of key_len bytes: mrail_wire_rkey_size(key_len). */
+size_t mrail_wire_put_rkey(void *buf, uint64_t id, uint64_t rails,
+			   uint64_t addr, const void *key, size_t key_len);
+static inline size_t mrail_wire_rkey_size(size_t key_len)
+{
+	return sizeof(struct mrail_wire_rkey) + mrail_wire_pad8(key_len);
+}
+size_t mrail_wire_put_get_fin(void *buf, uint64_t send_id, uint64_t total,
+			      uint64_t bytes);
+size_t mrail_wire_put_put_fin(void *buf, uint64_t recv_id, uint64_t offset,
+			      uint64_t len);
+/* RTR with flags (MRAIL_WIRE_RTR_PUT). */
+size_t mrail_wire_put_rtr_flags(void *buf, uint64_t send_id, uint64_t recv_id,
+				uint64_t offset, uint64_t len, uint64_t total,
+				uint8_t flags);
 /* BUSY with n (<= MRAIL_WIRE_BUSY_MAX) entries; mrail_wire_busy_size(n)
  * bytes. */
 size_t mrail_wire_put_busy(void *buf, const uint32_t *us, unsigned n);
