@@ -169,7 +169,7 @@ void fake_timer_want(struct mrail_drv *drv, double due)
 	if (due < 1e-9)
 		due = 1e-9; /* 0 would disarm */
 	its.it_value.tv_sec = (time_t)due;
-	its.it_value.tv_nsec = (long)((due - floor(due)) * 1e9);
+	its.it_value.tv_nsec = (long)((due - (double)its.it_value.tv_sec) * 1e9);
 	if (timerfd_settime(drv->timer.fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
 		mrail_error("fake: timerfd_settime: %s", strerror(errno));
 	drv->timer_due = due;

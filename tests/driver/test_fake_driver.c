@@ -971,14 +971,21 @@ static int test_close_pending(void)
 	reg_make(a, &r, 4096, RW);
 	reg_make(b, &l, 4096, RW);
 	tb.on_rma_done = op_done;
-	for (int i = 0; i < 5; i++)
-		CHECK(h_post(&tb, 64, 100, 1) == 0);
+	uint8_t *heads[5];
+	for (int i = 0; i < 5; i++) {
+		heads[i] = calloc(1, 64);
+		CHECK(heads[i]);
+		struct iovec iov = {heads[i], 32};
+		CHECK(h_send(&tb, heads[i], 64, &iov, 1, heads[i]) == 0);
+	}
 	CHECK(rma()->get(tb.ep, l.mem, 16, l.mr, (uintptr_t)r.mem, r.rkey,
 			 r.rkey_len, NULL) == 0);
 	CHECK(rma()->put(tb.ep, l.mem, 16, l.mr, (uintptr_t)r.mem, r.rkey,
 			 r.rkey_len, NULL) == 0);
 	CHECK(ops->ep_backlog(tb.ep) > 0);
 	h_close(&tb);
+	for (int i = 0; i < 5; i++)
+		free(heads[i]);
 	reg_free(&l);
 	double t0 = mrail_now();
 	while (mrail_now() - t0 < 0.4)
