@@ -345,9 +345,32 @@ void mrail_fake_counters(struct mrail_drv *drv, struct mrail_fake_counters *out)
 
 /* ---- sockets and addresses --------------------------------------------- */
 
+/*
+ * The largest frame must fit one message: the kernel refuses messages
+ * above the send buffer (less 32 bytes), and net.core.wmem_max caps what
+ * we may ask for. Its default (208 KiB, doubled by the kernel) is enough.
+ */
+static int size_socket(int fd)
+{
+	const int need = (int)(FAKE_FRAME_HDR_LEN + FAKE_MAX_HEAD +
+			       FAKE_MAX_BODY + 32);
+	int size = FAKE_SOCKBUF, got = 0;
+	socklen_t len = sizeof got;
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &got, &len) == 0 &&
+	    got < need) {
+		mrail_error("fake: socket send buffer is %d bytes, a frame "
+			    "needs %d (raise net.core.wmem_max)",
+			    got, need);
+		return -1;
+	}
+	return 0;
+}
+
 static int new_socket(void)
 {
-	int size = FAKE_SOCKBUF;
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
 			0);
 
@@ -356,10 +379,10 @@ static int new_socket(void)
 			    strerror(errno));
 		return -1;
 	}
-	/* The largest frame must fit one message: the kernel refuses
-	 * messages above the send buffer (net.core.wmem_max caps it). */
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	if (size_socket(fd) < 0) {
+		close(fd);
+		return -1;
+	}
 	return fd;
 }
 
@@ -471,12 +494,13 @@ static int fake_listen(struct mrail_drv *drv, const char *local, void *addr,
 
 static void accept_one(struct mrail_drv *drv, struct fake_listener *l, int fd)
 {
-	int size = FAKE_SOCKBUF;
 	struct mrail_drv_ep *ep;
 	void *ctx;
 
-	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	if (size_socket(fd) < 0) {
+		close(fd);
+		return;
+	}
 	ep = ep_new(drv, fd, l->rail, FAKE_EP_CONNECTED, NULL);
 	if (!ep) {
 		mrail_error("fake: out of memory accepting a connection");
@@ -610,8 +634,9 @@ static void finish_connect(struct mrail_drv_ep *ep)
 	struct mrail_drv *drv = ep->drv;
 
 	if (ep->connect_errno == EAGAIN) {
-		/* The listener's backlog is full: try again later. */
-		try_connect(ep);
+		/* The listener's backlog is full: progress retries (not
+		 * from here, which would loop inside this progress call). */
+		fake_timer_want(drv, mrail_now() + 1e-3);
 		return;
 	}
 	if (ep->connect_errno) {
@@ -760,10 +785,14 @@ static double flush_all(struct mrail_drv *drv, double now)
 {
 	double next = INFINITY;
 
-	for (struct mrail_drv_ep *ep = drv->eps; ep; ep = ep->next)
+	for (struct mrail_drv_ep *ep = drv->eps; ep; ep = ep->next) {
 		if (ep->state == FAKE_EP_CONNECTED && ep->sq_head &&
 		    !ep->want_out)
 			flush_or_fail(ep, now, &next);
+		else if (ep->state == FAKE_EP_CONNECTING &&
+			 ep->connect_errno == EAGAIN && !ep->needs_attention)
+			try_connect(ep); /* answered by the next progress */
+	}
 	return next;
 }
 

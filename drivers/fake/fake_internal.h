@@ -221,6 +221,7 @@ struct mrail_drv {
 	struct fake_rma *rma_head, *rma_tail;
 	struct fake_mr_slot *mr_table; /* FAKE_MR_SLOTS, mmap'ed */
 	uint32_t *mr_free;             /* free slot stack */
+	struct mrail_drv_mr **mr_live; /* handle of each used slot */
 	uint32_t mr_free_cnt;
 	struct mrail_drv_mr *quarantine, *quarantine_tail;
 	unsigned quarantine_cnt;

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,7 @@ int fake_rma_check_permission(void)
 
 /* ---- registration table ------------------------------------------------ */
 
-static uint64_t key_state;
+static _Atomic uint64_t key_state; /* instances may live in threads */
 
 static uint64_t new_key(void)
 {
@@ -77,7 +78,8 @@ static uint64_t new_key(void)
 	uint64_t z;
 
 	do {
-		z = (key_state += 0x9e3779b97f4a7c15ull);
+		z = atomic_fetch_add(&key_state, 0x9e3779b97f4a7c15ull) +
+		    0x9e3779b97f4a7c15ull;
 		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 		z ^= z >> 31;
@@ -88,11 +90,14 @@ static uint64_t new_key(void)
 int fake_rma_init(struct mrail_drv *drv)
 {
 	size_t bytes = FAKE_MR_SLOTS * sizeof(struct fake_mr_slot);
+	uint64_t seed, zero = 0;
 
-	if (key_state == 0 &&
-	    getrandom(&key_state, sizeof key_state, 0) != sizeof key_state)
-		key_state = (uint64_t)getpid() * 0x2545f4914f6cdd1dull ^
-			    (uint64_t)(mrail_now() * 1e9);
+	if (atomic_load(&key_state) == 0) {
+		if (getrandom(&seed, sizeof seed, 0) != sizeof seed)
+			seed = (uint64_t)getpid() * 0x2545f4914f6cdd1dull ^
+			       (uint64_t)(mrail_now() * 1e9);
+		atomic_compare_exchange_strong(&key_state, &zero, seed);
+	}
 	drv->mr_table = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (drv->mr_table == MAP_FAILED) {
@@ -102,7 +107,10 @@ int fake_rma_init(struct mrail_drv *drv)
 		return MRAIL_ERR_NOMEM;
 	}
 	drv->mr_free = malloc(FAKE_MR_SLOTS * sizeof *drv->mr_free);
-	if (!drv->mr_free) {
+	drv->mr_live = calloc(FAKE_MR_SLOTS, sizeof *drv->mr_live);
+	if (!drv->mr_free || !drv->mr_live) {
+		free(drv->mr_free);
+		free(drv->mr_live);
 		munmap(drv->mr_table, bytes);
 		drv->mr_table = NULL;
 		return MRAIL_ERR_NOMEM;
@@ -125,8 +133,19 @@ void fake_rma_fini(struct mrail_drv *drv)
 		drv->quarantine = mr->next;
 		free(mr);
 	}
-	/* Registrations the engine left behind are the engine's leak; the
-	 * table goes anyway, so peers' later reads fail cleanly. */
+	/* Registrations left behind: the handles die with the instance
+	 * (the engine must not deregister them afterwards). */
+	unsigned left = 0;
+	for (uint32_t i = 0; drv->mr_live && i < FAKE_MR_SLOTS; i++)
+		if (drv->mr_live[i]) {
+			free(drv->mr_live[i]);
+			left++;
+		}
+	if (left)
+		mrail_warn("fake: close with %u memory registrations still "
+			   "alive (freed)",
+			   left);
+	free(drv->mr_live);
 	if (drv->mr_table)
 		munmap(drv->mr_table,
 		       FAKE_MR_SLOTS * sizeof(struct fake_mr_slot));
@@ -157,6 +176,7 @@ static int fake_mr_reg(struct mrail_drv *drv, void *addr, size_t len,
 		return MRAIL_ERR_NOMEM;
 	mr->magic = FAKE_MR_MAGIC;
 	mr->slot = drv->mr_free[--drv->mr_free_cnt];
+	drv->mr_live[mr->slot] = mr;
 	mr->drv = drv;
 	mr->key = new_key();
 	mr->addr = addr;
@@ -192,6 +212,7 @@ static void fake_mr_dereg(struct mrail_drv_mr *mr)
 	__atomic_store_n(&s->valid, 0, __ATOMIC_RELEASE);
 	s->key = 0;
 	drv->mr_free[drv->mr_free_cnt++] = mr->slot;
+	drv->mr_live[mr->slot] = NULL;
 	/* Kept for a while so that a stale handle is recognised. */
 	mr->magic = FAKE_MR_DEAD;
 	mr->next = NULL;
