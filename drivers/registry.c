@@ -1,25 +1,48 @@
 /* The built-in drivers. A new driver adds one line here. */
 #include "drivers/driver.h"
+#include "mrail_config.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 extern const struct mrail_drv_ops mrail_tcp_driver_ops;
+extern const struct mrail_drv_ops mrail_fake_driver_ops;
 
 static const struct mrail_drv_ops *const drivers[] = {
 	&mrail_tcp_driver_ops,
+#if MRAIL_HAVE_TEST_DRIVERS
+	&mrail_fake_driver_ops,
+#endif
 };
+
+#define NDRIVERS (sizeof drivers / sizeof drivers[0])
 
 const struct mrail_drv_ops *mrail_driver_find(const char *name)
 {
-	for (size_t i = 0; i < sizeof drivers / sizeof drivers[0]; i++)
+	for (size_t i = 0; i < NDRIVERS; i++)
 		if (!strcmp(drivers[i]->name, name))
 			return drivers[i];
 	return NULL;
 }
 
+static char names[256];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void build_names(void)
+{
+	size_t used = 0;
+
+	for (size_t i = 0; i < NDRIVERS && used < sizeof names; i++)
+		used += (size_t)snprintf(names + used, sizeof names - used,
+					 "%s%s", i ? ", " : "",
+					 drivers[i]->name);
+}
+
 const char *mrail_driver_names(void)
 {
-	return "tcp";
+	pthread_once(&names_once, build_names);
+	return names;
 }
 
 /* A driver named by the first n bytes of name. */

@@ -275,6 +275,25 @@ static void up_ep_error(void *ctx, int status, const char *why)
 		t->on_error(t);
 }
 
+static void up_rma_done(void *ctx, void *op_ctx, int status)
+{
+	struct tep *t = ctx;
+
+	CHECKF(h_in_progress && !h_in_send, "%s: rma_done outside progress",
+	       t->label);
+	CHECKF(!t->closed, "%s: rma_done after ep_close", t->label);
+	CHECKF(!(t->errors && status == 0), "%s: rma_done(0) after ep_error",
+	       t->label);
+	if (status == 0) {
+		t->rma_ok++;
+	} else {
+		t->rma_err++;
+		t->last_rma_err = status;
+	}
+	CHECKF(t->on_rma_done, "%s: unexpected rma_done", t->label);
+	t->on_rma_done(t, op_ctx, status);
+}
+
 static const struct mrail_drv_upcalls upcalls = {
 	.accepted = up_accepted,
 	.connected = up_connected,
@@ -283,6 +302,7 @@ static const struct mrail_drv_upcalls upcalls = {
 	.recv_body_done = up_recv_body_done,
 	.send_done = up_send_done,
 	.ep_error = up_ep_error,
+	.rma_done = up_rma_done,
 };
 
 /* ---- sides ------------------------------------------------------------- */
@@ -295,12 +315,34 @@ void h_tep_init(struct tep *t, const char *label)
 
 struct side *h_side_open(const char *name)
 {
+	return h_side_open_params(name, "", NULL);
+}
+
+void h_forget_sides(void)
+{
+	for (int i = 0; i < H_MAX_SIDES; i++)
+		sides[i] = NULL;
+}
+
+struct side *h_side_open_params(const char *name, const char *params,
+				int *rc)
+{
 	struct side *s = calloc(1, sizeof *s);
 	struct mrail_drv_open_args args = {.upcalls = &upcalls,
-					   .engine_ctx = s};
+					   .engine_ctx = s,
+					   .params = params};
+	int r;
+
 	CHECK(s);
 	snprintf(s->name, sizeof s->name, "%s", name);
-	CHECK(ops->open(&args, &s->drv) == 0);
+	r = ops->open(&args, &s->drv);
+	if (rc)
+		*rc = r;
+	if (r != 0 && rc) {
+		free(s);
+		return NULL;
+	}
+	CHECKF(r == 0, "open(%s) failed: %d", params, r);
 	for (int i = 0; i < H_MAX_SIDES; i++)
 		if (!sides[i]) {
 			sides[i] = s;

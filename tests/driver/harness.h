@@ -89,6 +89,10 @@ struct tep {
 	bool (*on_body_done)(struct tep *, void *cookie);
 	bool (*on_send_done)(struct tep *, void *send_ctx, int status);
 	void (*on_error)(struct tep *);
+	/* RMA drivers: rma_done (required when the test posts get/put). */
+	void (*on_rma_done)(struct tep *, void *op_ctx, int status);
+	uint64_t rma_ok, rma_err;
+	int last_rma_err;
 	void *user;
 };
 
@@ -110,6 +114,12 @@ extern int h_in_progress, h_in_send;
 
 void h_tep_init(struct tep *t, const char *label);
 struct side *h_side_open(const char *name);
+/* Open with driver params ("key=value,..."); rc of ops->open in *rc if
+ * rc is not NULL (then NULL is returned on failure instead of failing). */
+struct side *h_side_open_params(const char *name, const char *params,
+				int *rc);
+/* In a forked child: drop the parent's sides without touching them. */
+void h_forget_sides(void);
 void h_side_close(struct side *s);
 /* Listen on local; false if the address family is unavailable. */
 bool h_side_listen(struct side *s, const char *local);

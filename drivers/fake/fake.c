@@ -1,0 +1,846 @@
+/*
+ * Fake driver: a real transport between processes of one host for tests
+ * (AF_UNIX seqpacket frames, process_vm_readv/writev for get/put), with a
+ * latency/bandwidth model and fault injection. This file holds the
+ * instance, rails, listeners, connection set-up and teardown, the link
+ * model and the progress loop; frames are in fake_frame.c, RMA in
+ * fake_rma.c, knobs in fake_params.c. See docs/driver-fake.md.
+ *
+ * Lifetime rule (as in the TCP driver): ep_close() during progress parks
+ * the endpoint on drv->zombies, freed when the outermost progress returns,
+ * so code that made an upcall may still look at ep->state afterwards.
+ */
+#include "drivers/fake/fake_internal.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static atomic_uint name_counter;
+
+/* ---- endpoint bookkeeping ---------------------------------------------- */
+
+static struct mrail_drv_ep *ep_new(struct mrail_drv *drv, int fd, int rail,
+				   enum fake_ep_state state, void *ctx)
+{
+	struct mrail_drv_ep *ep = calloc(1, sizeof *ep);
+	if (!ep)
+		return NULL;
+	ep->poll.kind = FAKE_OBJ_EP;
+	ep->poll.fd = fd;
+	ep->drv = drv;
+	ep->ctx = ctx;
+	ep->state = state;
+	ep->rail = rail;
+	ep->next = drv->eps;
+	if (drv->eps)
+		drv->eps->prev = ep;
+	drv->eps = ep;
+	return ep;
+}
+
+static void ep_unlink(struct mrail_drv_ep *ep)
+{
+	struct mrail_drv *drv = ep->drv;
+
+	if (ep->prev)
+		ep->prev->next = ep->next;
+	else
+		drv->eps = ep->next;
+	if (ep->next)
+		ep->next->prev = ep->prev;
+	ep->prev = ep->next = NULL;
+}
+
+static void ep_forget_attention(struct mrail_drv_ep *ep)
+{
+	struct mrail_drv_ep **pp = &ep->drv->attention;
+
+	if (!ep->needs_attention)
+		return;
+	while (*pp && *pp != ep)
+		pp = &(*pp)->attention_next;
+	if (*pp)
+		*pp = ep->attention_next;
+	ep->needs_attention = false;
+	ep->attention_next = NULL;
+}
+
+static void ep_free(struct mrail_drv_ep *ep)
+{
+	free(ep->head_buf);
+	free(ep);
+}
+
+void fake_ep_need_attention(struct mrail_drv_ep *ep)
+{
+	if (ep->needs_attention)
+		return;
+	ep->needs_attention = true;
+	ep->attention_next = ep->drv->attention;
+	ep->drv->attention = ep;
+	/* Attention is handled by progress: make wait_fd say so. */
+	fake_timer_want(ep->drv, mrail_now());
+}
+
+static uint32_t ep_wanted_events(const struct mrail_drv_ep *ep)
+{
+	if (ep->state != FAKE_EP_CONNECTED)
+		return 0;
+	return EPOLLIN | (ep->want_out ? EPOLLOUT : 0);
+}
+
+void fake_ep_update_events(struct mrail_drv_ep *ep)
+{
+	uint32_t want = ep_wanted_events(ep);
+	struct epoll_event ev = {.events = want, .data.ptr = ep};
+	int op;
+
+	if (want == ep->ev_mask)
+		return;
+	op = !ep->ev_mask ? EPOLL_CTL_ADD : !want ? EPOLL_CTL_DEL
+						  : EPOLL_CTL_MOD;
+	if (epoll_ctl(ep->drv->epfd, op, ep->poll.fd, &ev) < 0) {
+		int err = errno;
+		mrail_error("fake: epoll_ctl on connection %s -> %s: %s",
+			    ep->local_name, ep->remote_name, strerror(err));
+		if (want && ep->state == FAKE_EP_CONNECTED) {
+			ep->send_errno = err;
+			fake_ep_need_attention(ep);
+		}
+		if (op != EPOLL_CTL_DEL)
+			return;
+	}
+	ep->ev_mask = want;
+}
+
+void fake_ep_fail(struct mrail_drv_ep *ep, int status, bool failed_sends_first,
+		  const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+
+	if (ep->state != FAKE_EP_CONNECTED)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	if (status == MRAIL_ERR_PROTO)
+		mrail_warn("fake: %s", why);
+	else
+		mrail_info("fake: %s", why);
+
+	ep->state = FAKE_EP_FAILED;
+	fake_ep_update_events(ep);
+	/* The peer must see the failure too (and we stop reading). */
+	shutdown(ep->poll.fd, SHUT_RDWR);
+	if (failed_sends_first)
+		fake_sendq_fail(ep, status);
+	fake_report_done_of(ep);
+	if (ep->state == FAKE_EP_CLOSED)
+		return;
+	ep->drv->base.up->ep_error(ep->ctx, status, why);
+	if (ep->state == FAKE_EP_CLOSED)
+		return;
+	fake_sendq_fail(ep, status);
+	fake_rma_fail_of(ep, status);
+}
+
+/* ---- timer: wakes wait_fd when delayed work falls due ------------------ */
+
+void fake_timer_want(struct mrail_drv *drv, double due)
+{
+	struct itimerspec its = {0};
+
+	if (drv->timer_due > 0 && drv->timer_due <= due)
+		return;
+	if (due < 1e-9)
+		due = 1e-9; /* 0 would disarm */
+	its.it_value.tv_sec = (time_t)due;
+	its.it_value.tv_nsec = (long)((due - (double)its.it_value.tv_sec) * 1e9);
+	if (timerfd_settime(drv->timer.fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+		mrail_error("fake: timerfd_settime: %s", strerror(errno));
+	drv->timer_due = due;
+}
+
+static void timer_disarm(struct mrail_drv *drv)
+{
+	struct itimerspec its = {0};
+
+	if (drv->timer_due == 0)
+		return;
+	timerfd_settime(drv->timer.fd, TFD_TIMER_ABSTIME, &its, NULL);
+	drv->timer_due = 0;
+}
+
+/* ---- link model -------------------------------------------------------- */
+
+bool fake_rail_faulty(const struct mrail_drv *drv, int rail)
+{
+	return drv->par.fail_rail < 0 || drv->par.fail_rail == rail;
+}
+
+double fake_link_due(struct mrail_drv *drv, int rail, uint64_t bytes)
+{
+	double bw = drv->par.bw[rail], lat = drv->par.lat[rail];
+	double now, start;
+
+	if (bw <= 0 && lat <= 0)
+		return 0; /* no model: as soon as possible */
+	now = mrail_now();
+	start = drv->link_busy[rail] > now ? drv->link_busy[rail] : now;
+	drv->link_busy[rail] = start + (bw > 0 ? (double)bytes / bw : 0);
+	return drv->link_busy[rail] + lat;
+}
+
+/* ---- instance ---------------------------------------------------------- */
+
+static int fake_open(const struct mrail_drv_open_args *args,
+		     struct mrail_drv **out)
+{
+	struct mrail_drv *drv;
+	struct epoll_event ev;
+	const char *params;
+	int rc;
+
+	if (!args || !args->upcalls || !out)
+		return MRAIL_ERR_INVALID;
+	drv = calloc(1, sizeof *drv);
+	if (!drv)
+		return MRAIL_ERR_NOMEM;
+	params = args->params && *args->params ? args->params
+					       : getenv("MRAIL_FAKE_PARAMS");
+	rc = fake_params_parse(params, &drv->par);
+	if (rc == 0)
+		rc = fake_rma_check_permission();
+	if (rc < 0) {
+		free(drv);
+		return rc;
+	}
+	mrail_drv_base_init(&drv->base, &mrail_fake_driver_ops, args);
+	drv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	drv->timer.kind = FAKE_OBJ_TIMER;
+	drv->timer.fd = timerfd_create(CLOCK_MONOTONIC,
+				       TFD_NONBLOCK | TFD_CLOEXEC);
+	ev.events = EPOLLIN;
+	ev.data.ptr = &drv->timer;
+	if (drv->epfd < 0 || drv->timer.fd < 0 ||
+	    epoll_ctl(drv->epfd, EPOLL_CTL_ADD, drv->timer.fd, &ev) < 0) {
+		mrail_error("fake: epoll/timerfd set-up: %s", strerror(errno));
+		rc = MRAIL_ERR_IO;
+	} else {
+		rc = fake_rma_init(drv);
+	}
+	if (rc < 0) {
+		if (drv->epfd >= 0)
+			close(drv->epfd);
+		if (drv->timer.fd >= 0)
+			close(drv->timer.fd);
+		free(drv);
+		return rc;
+	}
+	*out = drv;
+	return 0;
+}
+
+static void fake_ep_close(struct mrail_drv_ep *ep);
+
+static void free_zombies(struct mrail_drv *drv)
+{
+	while (drv->zombies) {
+		struct mrail_drv_ep *ep = drv->zombies;
+		drv->zombies = ep->next;
+		ep_free(ep);
+	}
+}
+
+static void fake_close(struct mrail_drv *drv)
+{
+	struct mrail_drv_ep *ep, *next;
+
+	if (!drv)
+		return;
+	for (ep = drv->eps; ep; ep = next) {
+		next = ep->next;
+		fake_ep_close(ep);
+	}
+	free_zombies(drv);
+	for (int i = 0; i < drv->nlisteners; i++) {
+		close(drv->listeners[i]->poll.fd);
+		free(drv->listeners[i]);
+	}
+	free(drv->listeners);
+	fake_rma_fini(drv);
+	close(drv->timer.fd);
+	close(drv->epfd);
+	free(drv);
+}
+
+static void fake_query_caps(struct mrail_drv *drv, struct mrail_drv_caps *caps)
+{
+	double bw = 0, lat = 0;
+
+	/* Per instance: the slowest rail's figures. */
+	for (int i = 0; drv && i < drv->par.rails; i++) {
+		if (drv->par.bw[i] > 0 && (bw == 0 || drv->par.bw[i] < bw))
+			bw = drv->par.bw[i];
+		if (drv->par.lat[i] > lat)
+			lat = drv->par.lat[i];
+	}
+	memset(caps, 0, sizeof *caps);
+	caps->max_head = FAKE_MAX_HEAD;
+	caps->max_body = FAKE_MAX_BODY;
+	caps->max_body_iov = FAKE_MAX_BODY_IOV;
+	caps->eager_max_hint = FAKE_EAGER_MAX_HINT;
+	caps->flags = MRAIL_DRV_CAP_RECV_INTO_USER | MRAIL_DRV_CAP_RDMA_READ |
+		      MRAIL_DRV_CAP_RDMA_WRITE | MRAIL_DRV_CAP_NEEDS_REG;
+	caps->nominal_bandwidth = bw;
+	caps->nominal_latency = lat;
+	caps->max_rma = FAKE_MAX_RMA;
+}
+
+static int fake_list_rails(struct mrail_drv *drv,
+			   struct mrail_drv_rail_desc *out, int max)
+{
+	int n = 0;
+
+	if (!drv || (max > 0 && !out))
+		return MRAIL_ERR_INVALID;
+	for (; n < drv->par.rails && n < max; n++) {
+		struct mrail_drv_rail_desc *d = &out[n];
+		memset(d, 0, sizeof *d);
+		snprintf(d->name, sizeof d->name, "fake%d", n);
+		snprintf(d->fabric, sizeof d->fabric, "fake");
+		snprintf(d->listen, sizeof d->listen, "fake%d", n);
+		d->scope = MRAIL_DRV_SCOPE_HOST;
+		d->numa_node = -1;
+		d->nominal_bandwidth = drv->par.bw[n];
+		d->nominal_latency = drv->par.lat[n];
+	}
+	return n;
+}
+
+static int fake_wait_fd(struct mrail_drv *drv)
+{
+	return drv ? drv->epfd : -1;
+}
+
+void mrail_fake_counters(struct mrail_drv *drv, struct mrail_fake_counters *out)
+{
+	if (drv && out)
+		*out = drv->cnt;
+}
+
+/* ---- sockets and addresses --------------------------------------------- */
+
+/*
+ * The largest frame must fit one message: the kernel refuses messages
+ * above the send buffer (less 32 bytes), and net.core.wmem_max caps what
+ * we may ask for. Its default (208 KiB, doubled by the kernel) is enough.
+ */
+static int size_socket(int fd)
+{
+	const int need = (int)(FAKE_FRAME_HDR_LEN + FAKE_MAX_HEAD +
+			       FAKE_MAX_BODY + 32);
+	int size = FAKE_SOCKBUF, got = 0;
+	socklen_t len = sizeof got;
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &got, &len) == 0 &&
+	    got < need) {
+		mrail_error("fake: socket send buffer is %d bytes, a frame "
+			    "needs %d (raise net.core.wmem_max)",
+			    got, need);
+		return -1;
+	}
+	return 0;
+}
+
+static int new_socket(void)
+{
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			0);
+
+	if (fd < 0) {
+		mrail_error("fake: socket(AF_UNIX, SOCK_SEQPACKET): %s",
+			    strerror(errno));
+		return -1;
+	}
+	if (size_socket(fd) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static socklen_t abstract_addr(struct sockaddr_un *sun, const char *name,
+			       size_t len)
+{
+	memset(sun, 0, sizeof *sun);
+	sun->sun_family = AF_UNIX;
+	memcpy(sun->sun_path + 1, name, len);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+}
+
+static int rail_of(const struct mrail_drv *drv, const char *local)
+{
+	int r;
+	char *end;
+
+	if (!local || !*local)
+		return 0;
+	if (strncmp(local, "fake", 4) != 0)
+		return -1;
+	r = (int)strtol(local + 4, &end, 10);
+	if (end == local + 4 || *end || r < 0 || r >= drv->par.rails)
+		return -1;
+	return r;
+}
+
+static pid_t peer_pid_of(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof cred;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return 0;
+	return cred.pid;
+}
+
+/* ---- listeners --------------------------------------------------------- */
+
+static int fake_listen(struct mrail_drv *drv, const char *local, void *addr,
+		       size_t *addr_len, char *name, size_t name_len)
+{
+	struct sockaddr_un sun;
+	struct fake_listener *l, **grown;
+	struct epoll_event ev;
+	char path[FAKE_SOCK_NAME_MAX + 1];
+	int rail, fd, plen;
+	uint8_t *b = addr;
+
+	if (!drv || !addr || !addr_len)
+		return MRAIL_ERR_INVALID;
+	rail = rail_of(drv, local);
+	if (rail < 0) {
+		mrail_error("fake: cannot listen on '%s': not a rail of this "
+			    "instance (fake0..fake%d)",
+			    local, drv->par.rails - 1);
+		return MRAIL_ERR_NOT_FOUND;
+	}
+	plen = snprintf(path, sizeof path, "mrail-fake.%d.%d.%u", (int)getpid(),
+			rail, atomic_fetch_add(&name_counter, 1));
+	if (*addr_len < FAKE_BLOB_HDR_LEN + (size_t)plen) {
+		mrail_error("fake: address buffer of %zu bytes, need %zu",
+			    *addr_len, FAKE_BLOB_HDR_LEN + (size_t)plen);
+		*addr_len = FAKE_BLOB_HDR_LEN + (size_t)plen;
+		return MRAIL_ERR_INVALID;
+	}
+	fd = new_socket();
+	if (fd < 0)
+		return MRAIL_ERR_IO;
+	if (bind(fd, (struct sockaddr *)&sun,
+		 abstract_addr(&sun, path, (size_t)plen)) < 0 ||
+	    listen(fd, SOMAXCONN) < 0) {
+		mrail_error("fake: cannot listen on @%s: %s", path,
+			    strerror(errno));
+		close(fd);
+		return MRAIL_ERR_IO;
+	}
+	l = calloc(1, sizeof *l);
+	grown = realloc(drv->listeners,
+			(size_t)(drv->nlisteners + 1) * sizeof *grown);
+	if (grown)
+		drv->listeners = grown;
+	ev.events = EPOLLIN;
+	ev.data.ptr = l;
+	if (!l || !grown ||
+	    epoll_ctl(drv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		mrail_error("fake: cannot register listener @%s", path);
+		free(l);
+		close(fd);
+		return MRAIL_ERR_NOMEM;
+	}
+	l->poll.kind = FAKE_OBJ_LISTENER;
+	l->poll.fd = fd;
+	l->rail = rail;
+	snprintf(l->name, sizeof l->name, "fake%d@%s", rail, path);
+	drv->listeners[drv->nlisteners] = l;
+
+	memcpy(b, "MRFA", 4);
+	b[4] = FAKE_BLOB_VERSION;
+	b[5] = (uint8_t)rail;
+	b[6] = (uint8_t)plen;
+	memcpy(b + FAKE_BLOB_HDR_LEN, path, (size_t)plen);
+	*addr_len = FAKE_BLOB_HDR_LEN + (size_t)plen;
+	if (name && name_len)
+		snprintf(name, name_len, "%s", l->name);
+	mrail_debug("fake: listening on %s", l->name);
+	return drv->nlisteners++;
+}
+
+static void accept_one(struct mrail_drv *drv, struct fake_listener *l, int fd)
+{
+	struct mrail_drv_ep *ep;
+	void *ctx;
+
+	if (size_socket(fd) < 0) {
+		close(fd);
+		return;
+	}
+	ep = ep_new(drv, fd, l->rail, FAKE_EP_CONNECTED, NULL);
+	if (!ep) {
+		mrail_error("fake: out of memory accepting a connection");
+		close(fd);
+		return;
+	}
+	ep->peer_pid = peer_pid_of(fd);
+	snprintf(ep->local_name, sizeof ep->local_name, "%s", l->name);
+	snprintf(ep->remote_name, sizeof ep->remote_name, "pid %d",
+		 (int)ep->peer_pid);
+	fake_ep_update_events(ep);
+	ctx = drv->base.up->accepted(drv->base.engine_ctx, ep);
+	if (ep->state == FAKE_EP_CLOSED)
+		return;
+	if (!ctx) {
+		fake_ep_close(ep);
+		return;
+	}
+	ep->ctx = ctx;
+}
+
+static int listener_accept(struct mrail_drv *drv, struct fake_listener *l)
+{
+	int n = 0;
+
+	while (n < 16) {
+		int fd = accept4(l->poll.fd, NULL, NULL,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN)
+				mrail_warn("fake: accept on %s: %s", l->name,
+					   strerror(errno));
+			break;
+		}
+		accept_one(drv, l, fd);
+		n++;
+	}
+	return n;
+}
+
+/* ---- outgoing connections ---------------------------------------------- */
+
+static int blob_decode(const void *addr, size_t len, int *rail,
+		       struct sockaddr_un_blob *out)
+{
+	const uint8_t *b = addr;
+
+	if (!b || len < FAKE_BLOB_HDR_LEN || memcmp(b, "MRFA", 4) != 0) {
+		mrail_error("fake: peer address of %zu bytes is not a fake "
+			    "driver address",
+			    len);
+		return MRAIL_ERR_INVALID;
+	}
+	if (b[4] != FAKE_BLOB_VERSION) {
+		mrail_error("fake: peer address version %u, this driver "
+			    "speaks %u",
+			    b[4], FAKE_BLOB_VERSION);
+		return MRAIL_ERR_INVALID;
+	}
+	if (b[6] == 0 || b[6] > FAKE_SOCK_NAME_MAX ||
+	    len != FAKE_BLOB_HDR_LEN + (size_t)b[6] || b[5] >= FAKE_MAX_RAILS) {
+		mrail_error("fake: malformed peer address (name length %u, "
+			    "rail %u, %zu bytes)",
+			    b[6], b[5], len);
+		return MRAIL_ERR_INVALID;
+	}
+	*rail = b[5];
+	memcpy(out->path, b + FAKE_BLOB_HDR_LEN, b[6]);
+	out->path[b[6]] = 0;
+	out->len = b[6];
+	return 0;
+}
+
+/* Try connect(); errors (and a full backlog) are handled by progress. */
+static void try_connect(struct mrail_drv_ep *ep)
+{
+	struct sockaddr_un sun;
+	socklen_t sl = abstract_addr(&sun, ep->remote_addr.path,
+				     ep->remote_addr.len);
+
+	if (connect(ep->poll.fd, (struct sockaddr *)&sun, sl) == 0)
+		ep->connect_errno = 0;
+	else
+		ep->connect_errno = errno == EINTR ? EAGAIN : errno;
+	fake_ep_need_attention(ep);
+}
+
+static int fake_connect(struct mrail_drv *drv, const char *local,
+			const void *addr, size_t addr_len, void *ep_ctx,
+			struct mrail_drv_ep **out)
+{
+	struct sockaddr_un_blob remote;
+	struct mrail_drv_ep *ep;
+	int rail, blob_rail, fd, rc;
+
+	if (!drv || !out)
+		return MRAIL_ERR_INVALID;
+	rc = blob_decode(addr, addr_len, &blob_rail, &remote);
+	if (rc < 0)
+		return rc;
+	/* The modelled link is our rail: the local one if named. */
+	rail = local && *local ? rail_of(drv, local)
+			       : (blob_rail < drv->par.rails ? blob_rail : 0);
+	if (rail < 0) {
+		mrail_error("fake: cannot connect from '%s': not a rail of "
+			    "this instance (fake0..fake%d)",
+			    local, drv->par.rails - 1);
+		return MRAIL_ERR_NOT_FOUND;
+	}
+	fd = new_socket();
+	if (fd < 0)
+		return MRAIL_ERR_IO;
+	ep = ep_new(drv, fd, rail, FAKE_EP_CONNECTING, ep_ctx);
+	if (!ep) {
+		close(fd);
+		return MRAIL_ERR_NOMEM;
+	}
+	ep->remote_addr = remote;
+	snprintf(ep->local_name, sizeof ep->local_name, "fake%d@pid %d", rail,
+		 (int)getpid());
+	snprintf(ep->remote_name, sizeof ep->remote_name, "@%s", remote.path);
+	try_connect(ep);
+	*out = ep;
+	return 0;
+}
+
+static void finish_connect(struct mrail_drv_ep *ep)
+{
+	struct mrail_drv *drv = ep->drv;
+
+	if (ep->connect_errno == EAGAIN) {
+		/* The listener's backlog is full: progress retries (not
+		 * from here, which would loop inside this progress call). */
+		fake_timer_want(drv, mrail_now() + 1e-3);
+		return;
+	}
+	if (ep->connect_errno) {
+		mrail_warn("fake: connect from %s to %s failed: %s",
+			   ep->local_name, ep->remote_name,
+			   strerror(ep->connect_errno));
+		ep->state = FAKE_EP_FAILED;
+		drv->base.up->connected(ep->ctx, MRAIL_ERR_PEER);
+		if (ep->state == FAKE_EP_CLOSED)
+			return;
+		fake_sendq_fail(ep, MRAIL_ERR_PEER);
+		fake_rma_fail_of(ep, MRAIL_ERR_PEER);
+		return;
+	}
+	ep->state = FAKE_EP_CONNECTED;
+	ep->peer_pid = peer_pid_of(ep->poll.fd);
+	mrail_debug("fake: connected %s -> %s (pid %d)", ep->local_name,
+		    ep->remote_name, (int)ep->peer_pid);
+	fake_ep_update_events(ep);
+	drv->base.up->connected(ep->ctx, 0);
+}
+
+/* ---- endpoint operations ----------------------------------------------- */
+
+static void fake_ep_set_ctx(struct mrail_drv_ep *ep, void *ep_ctx)
+{
+	if (ep)
+		ep->ctx = ep_ctx;
+}
+
+static void fake_ep_names(struct mrail_drv_ep *ep, char *local, size_t llen,
+			  char *remote, size_t rlen)
+{
+	if (local && llen)
+		snprintf(local, llen, "%s", ep ? ep->local_name : "?");
+	if (remote && rlen)
+		snprintf(remote, rlen, "%s", ep ? ep->remote_name : "?");
+}
+
+static void fake_ep_query(struct mrail_drv_ep *ep,
+			  struct mrail_drv_ep_info *info)
+{
+	if (!info)
+		return;
+	memset(info, 0, sizeof *info); /* ss_family 0: not IP */
+	info->fd = ep && ep->state != FAKE_EP_CLOSED ? ep->poll.fd : -1;
+}
+
+static void fake_ep_close(struct mrail_drv_ep *ep)
+{
+	struct mrail_drv *drv;
+
+	if (!ep || ep->state == FAKE_EP_CLOSED)
+		return;
+	drv = ep->drv;
+	ep->state = FAKE_EP_CLOSED;
+	fake_ep_update_events(ep);
+	close(ep->poll.fd);
+	ep->poll.fd = -1;
+	fake_sendq_drop(ep);
+	fake_drop_done_of(ep);
+	fake_rma_drop_of(ep);
+	ep_forget_attention(ep);
+	ep_unlink(ep);
+	if (drv->progress_depth > 0) {
+		ep->next = drv->zombies;
+		drv->zombies = ep;
+	} else {
+		ep_free(ep);
+	}
+}
+
+/* ---- progress ---------------------------------------------------------- */
+
+static void flush_or_fail(struct mrail_drv_ep *ep, double now, double *next)
+{
+	int rc = fake_flush(ep, now, next);
+
+	if (rc < 0)
+		fake_ep_fail(ep, MRAIL_ERR_PEER, false, "send to %s failed: %s",
+			     ep->remote_name, strerror(-rc));
+}
+
+static int handle_attention(struct mrail_drv *drv)
+{
+	int n = 0;
+
+	while (drv->attention) {
+		struct mrail_drv_ep *ep = drv->attention;
+		drv->attention = ep->attention_next;
+		ep->attention_next = NULL;
+		ep->needs_attention = false;
+		if (ep->state == FAKE_EP_CONNECTING)
+			finish_connect(ep);
+		else if (ep->state == FAKE_EP_CONNECTED && ep->drop_injected)
+			fake_ep_fail(ep, MRAIL_ERR_IO, true,
+				     "fault injected: connection to %s dropped "
+				     "after %lld frames (drop_after)",
+				     ep->remote_name,
+				     (long long)drv->par.drop_after);
+		else if (ep->state == FAKE_EP_CONNECTED && ep->send_errno)
+			fake_ep_fail(ep, MRAIL_ERR_PEER, false,
+				     "send to %s failed: %s", ep->remote_name,
+				     strerror(ep->send_errno));
+		n++;
+	}
+	return n;
+}
+
+static int handle_epoll(struct mrail_drv *drv)
+{
+	struct epoll_event evs[FAKE_EPOLL_BATCH];
+	int nev = epoll_wait(drv->epfd, evs, FAKE_EPOLL_BATCH, 0);
+	uint64_t ticks;
+
+	if (nev < 0) {
+		if (errno != EINTR)
+			mrail_error("fake: epoll_wait: %s", strerror(errno));
+		return 0;
+	}
+	for (int i = 0; i < nev; i++) {
+		struct fake_pollable *obj = evs[i].data.ptr;
+		if (obj->kind == FAKE_OBJ_TIMER) {
+			if (read(obj->fd, &ticks, sizeof ticks) < 0 &&
+			    errno != EAGAIN)
+				mrail_debug("fake: timerfd read: %s",
+					    strerror(errno));
+			drv->timer_due = 0;
+		} else if (obj->kind == FAKE_OBJ_LISTENER) {
+			listener_accept(drv, (struct fake_listener *)obj);
+		} else {
+			struct mrail_drv_ep *ep = (struct mrail_drv_ep *)obj;
+			if (ep->state != FAKE_EP_CONNECTED)
+				continue;
+			if (evs[i].events & EPOLLOUT)
+				ep->want_out = false; /* flushed below */
+			if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+				fake_rx_process(ep);
+		}
+	}
+	return nev;
+}
+
+/* Due frames of every endpoint; returns the earliest waiting time. */
+static double flush_all(struct mrail_drv *drv, double now)
+{
+	double next = INFINITY;
+
+	for (struct mrail_drv_ep *ep = drv->eps; ep; ep = ep->next) {
+		if (ep->state == FAKE_EP_CONNECTED && ep->sq_head &&
+		    !ep->want_out)
+			flush_or_fail(ep, now, &next);
+		else if (ep->state == FAKE_EP_CONNECTING &&
+			 ep->connect_errno == EAGAIN && !ep->needs_attention)
+			try_connect(ep); /* answered by the next progress */
+	}
+	return next;
+}
+
+static int fake_progress(struct mrail_drv *drv)
+{
+	double now, next, rma_next = INFINITY;
+	int n;
+
+	/* An upcall that calls progress again would re-enter a receive in
+	 * the middle of a frame: refuse. */
+	if (!drv || drv->progress_depth > 0)
+		return 0;
+	drv->progress_depth++;
+	n = drv->attention ? handle_attention(drv) : 0;
+	n += handle_epoll(drv);
+	now = mrail_now();
+	next = flush_all(drv, now);
+	n += fake_rma_progress(drv, now, &rma_next);
+	n += fake_run_completions(drv);
+	if (rma_next < next)
+		next = rma_next;
+	if (drv->attention || drv->done_count)
+		next = now; /* more to do at once */
+	if (isinf(next))
+		timer_disarm(drv);
+	else if (drv->timer_due == 0 || next < drv->timer_due)
+		fake_timer_want(drv, next);
+	drv->progress_depth--;
+	free_zombies(drv);
+	return n;
+}
+
+const struct mrail_drv_ops mrail_fake_driver_ops = {
+	.name = "fake",
+	.abi_version = MRAIL_DRV_ABI_VERSION,
+	.open = fake_open,
+	.close = fake_close,
+	.query_caps = fake_query_caps,
+	.listen = fake_listen,
+	.connect = fake_connect,
+	.ep_set_ctx = fake_ep_set_ctx,
+	.send = fake_send,
+	.ep_backlog = fake_ep_backlog,
+	.progress = fake_progress,
+	.wait_fd = fake_wait_fd,
+	.ep_names = fake_ep_names,
+	.ep_close = fake_ep_close,
+	.list_rails = fake_list_rails,
+	.ep_query = fake_ep_query,
+	.rma = &fake_rma_ops,
+};
