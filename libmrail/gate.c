@@ -163,17 +163,21 @@ void gate_fail(struct mrail_engine *e, struct gate *g, int error,
 	g->state = error == MRAIL_ERR_PEER_CLOSED ? GATE_CLOSED : GATE_FAILED;
 	g->error = error;
 	/* Rails first: settling their posted chunks may complete sends. A
-	 * peer that said BYE keeps its connections until we close too. */
+	 * peer that said BYE keeps its connections until we close too,
+	 * except those where chunks of a request we are about to complete
+	 * are still posted or arriving: completing it hands the buffer back
+	 * to the user, so the driver must be done with it (ep_close). */
 	for (unsigned i = 0; i < g->nrails; i++)
-		if (g->rails[i] && error != MRAIL_ERR_PEER_CLOSED)
+		if (g->rails[i] && (error != MRAIL_ERR_PEER_CLOSED ||
+				    rdv_rail_busy(g->rails[i])))
 			rail_close(e, g->rails[i]);
 	mrail_list_foreach_safe(pos, tmp, &g->sendq)
-		request_complete(e, mrail_list_entry(pos, struct mrail_request, link),
-				 error);
+		request_fail(e, mrail_list_entry(pos, struct mrail_request, link),
+			     error);
 	mrail_list_foreach_safe(pos, tmp, &g->rdv)
-		request_complete(e, mrail_list_entry(pos, struct mrail_request,
-						     gate_link),
-				 error);
+		request_fail(e, mrail_list_entry(pos, struct mrail_request,
+						 gate_link),
+			     error);
 	recv_fail_gate(e, g, error);
 	if (g->scheduled) {
 		mrail_list_remove(&g->sched_link);

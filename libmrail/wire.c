@@ -11,6 +11,10 @@ _Static_assert(sizeof(struct mrail_wire_rtr) == 48, "rtr record size");
 _Static_assert(sizeof(struct mrail_wire_data) == 32, "data record size");
 _Static_assert(sizeof(struct mrail_wire_hello) == 64, "hello record size");
 _Static_assert(sizeof(struct mrail_wire_hello_ack) == 32, "ack record size");
+_Static_assert(sizeof(struct mrail_wire_eager_sync) == 32,
+	       "eager_sync record size");
+_Static_assert(sizeof(struct mrail_wire_sync_ack) == 16,
+	       "sync_ack record size");
 
 size_t mrail_wire_put_pkt_hdr(void *buf)
 {
@@ -49,6 +53,8 @@ static const size_t fixed_size[] = {
 	[MRAIL_WIRE_HELLO_ACK] = sizeof(struct mrail_wire_hello_ack),
 	[MRAIL_WIRE_BYE] = sizeof(struct mrail_wire_bye),
 	[MRAIL_WIRE_BUSY] = sizeof(struct mrail_wire_busy),
+	[MRAIL_WIRE_EAGER_SYNC] = sizeof(struct mrail_wire_eager_sync),
+	[MRAIL_WIRE_SYNC_ACK] = sizeof(struct mrail_wire_sync_ack),
 };
 
 int mrail_wire_next(const void *head, size_t len, size_t *off,
@@ -66,7 +72,7 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 		return -1;
 	}
 	memcpy(&rh, p, sizeof rh);
-	if (rh.type < MRAIL_WIRE_EAGER || rh.type > MRAIL_WIRE_BUSY) {
+	if (rh.type < MRAIL_WIRE_EAGER || rh.type > MRAIL_WIRE_TYPE_LAST) {
 		*why = "unknown record type";
 		return -1;
 	}
@@ -79,7 +85,7 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 	rec->payload = NULL;
 	rec->payload_len = 0;
 	memcpy(&rec->u, p, need);
-	if (rh.type == MRAIL_WIRE_EAGER) {
+	if (rh.type == MRAIL_WIRE_EAGER || rh.type == MRAIL_WIRE_EAGER_SYNC) {
 		if (rh.len > max_eager) {
 			*why = "eager payload longer than the eager limit";
 			return -1;
@@ -191,4 +197,30 @@ size_t mrail_wire_put_busy(void *buf, const uint32_t *us, unsigned n)
 	put_rec_hdr(buf, MRAIL_WIRE_BUSY, n);
 	memcpy((char *)buf + sizeof(struct mrail_wire_busy), us, 4 * (size_t)n);
 	return size;
+}
+
+size_t mrail_wire_put_eager_sync(void *buf, uint64_t seq, uint64_t tag,
+				 uint64_t send_id, size_t len)
+{
+	struct mrail_wire_eager_sync r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_EAGER_SYNC, (uint32_t)len);
+	r.seq = seq;
+	r.tag = tag;
+	r.send_id = send_id;
+	memcpy(buf, &r, sizeof r);
+	size_t pad = mrail_wire_pad8(len) - len;
+	if (pad)
+		memset((char *)buf + sizeof r + len, 0, pad);
+	return mrail_wire_eager_sync_size(len);
+}
+
+size_t mrail_wire_put_sync_ack(void *buf, uint64_t send_id)
+{
+	struct mrail_wire_sync_ack r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_SYNC_ACK, 0);
+	r.send_id = send_id;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
 }
