@@ -27,6 +27,19 @@ static void finish(mrail_engine_t *e, int rc)
 	exit(rc);
 }
 
+static int transfer_started(mrail_engine_t *e)
+{
+	int n = mrail_rail_count(e, 0);
+	CHECK(n == 2);
+	for (int i = 0; i < n; i++) {
+		struct mrail_rail_stats st;
+		CHECK_RC(mrail_rail_stats(e, 0, i, &st));
+		if (victim_sends ? st.tx_chunks > 0 : st.rx_chunks > 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* The peer that goes away once its transfer is under way. */
 static void victim(mrail_engine_t *e)
 {
@@ -40,10 +53,12 @@ static void victim(mrail_engine_t *e)
 		CHECK_RC(mrail_irecv(e, 0, buf, BIG, TAG_BIG, MRAIL_TAG_MASK_ALL,
 				     &r));
 	}
-	for (int i = 0; i < 20; i++) {
+	/* Until the payload moves (a chunk is posted or arriving on some
+	 * rail), then a little more: mid-transfer, not before or after. */
+	while (!transfer_started(e))
 		mrail_progress(e);
-		usleep(1000);
-	}
+	for (int i = 0; i < 5; i++)
+		mrail_progress(e);
 	if (victim_killed)
 		raise(SIGKILL);
 	/* Destroy with the request in flight: the engine frees it. */
