@@ -165,7 +165,10 @@ MRAIL_API int mrail_engine_create(const struct mrail_config *cfg,
 
 /*
  * Flush queued sends (bounded by finalize_timeout), tell every peer this
- * engine closes, and free everything. Requests not yet completed are lost.
+ * engine closes, and free everything. Requests not yet collected (pending,
+ * complete but not tested, callbacks not yet run) and messages taken by
+ * mrail_improbe() but not received are freed; their handles become
+ * invalid, and buffers are no longer touched once it returns.
  */
 MRAIL_API int mrail_engine_destroy(mrail_engine_t *engine);
 
