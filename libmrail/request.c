@@ -280,15 +280,29 @@ static void finish(struct mrail_engine *e, struct mrail_request *r,
  */
 int request_run_callbacks(struct mrail_engine *e)
 {
+	struct mrail_list due;
 	int ran = 0;
+
+	/* Only those due now: callbacks that post requests completing at
+	 * once (sends to self) must not keep this call from returning. */
+	mrail_list_init(&due);
+	engine_lock(e);
+	if (!mrail_list_empty(&e->cbq)) {
+		due.next = e->cbq.next;
+		due.prev = e->cbq.prev;
+		due.next->prev = &due;
+		due.prev->next = &due;
+		mrail_list_init(&e->cbq);
+	}
+	engine_unlock(e);
 	for (;;) {
 		engine_lock(e);
-		if (mrail_list_empty(&e->cbq)) {
+		if (mrail_list_empty(&due)) {
 			engine_unlock(e);
 			return ran;
 		}
 		struct mrail_request *r =
-			mrail_list_first(&e->cbq, struct mrail_request, link);
+			mrail_list_first(&due, struct mrail_request, link);
 		mrail_list_remove(&r->link);
 		mrail_status_t st = r->status;
 		mrail_request_cb_t cb = r->cb;
