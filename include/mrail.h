@@ -188,7 +188,10 @@ MRAIL_API int mrail_engine_create(const struct mrail_config *cfg,
 
 /*
  * Flush queued sends (bounded by finalize_timeout), tell every peer this
- * engine closes, and free everything. Requests not yet completed are lost.
+ * engine closes, and free everything. Requests not yet collected (pending,
+ * complete but not tested, callbacks not yet run) and messages taken by
+ * mrail_improbe() but not received are freed; their handles become
+ * invalid, and buffers are no longer touched once it returns.
  */
 MRAIL_API int mrail_engine_destroy(mrail_engine_t *engine);
 
@@ -217,6 +220,11 @@ MRAIL_API int mrail_peer_add(mrail_engine_t *engine, const void *addr,
 MRAIL_API uint32_t mrail_peer_count(const mrail_engine_t *engine);
 
 /* ---- messages --------------------------------------------------------- */
+/*
+ * mrail_status_t is frozen: users embed it and pass arrays of it to
+ * mrail_wait_all(), so its size and layout never change within major
+ * version 0. New per-request information comes through new calls.
+ */
 typedef struct mrail_status {
 	mrail_peer_t source; /* sender */
 	uint64_t tag;        /* sender's tag */
@@ -244,8 +252,14 @@ MRAIL_API int mrail_irecvv(mrail_engine_t *engine, mrail_peer_t src,
 			   uint64_t mask, mrail_request_t **req);
 
 /*
- * Completion. When a request is complete, test/wait fill *status (may be
- * NULL), free the request, and the handle becomes invalid. They return
+ * Completion. A request is *complete* when its status is final and no
+ * driver operation still reads or writes its buffer (after a failure too:
+ * the engine closes the connections that still use the buffer first), so
+ * the buffer may be freed or unmapped as soon as completion is reported.
+ * status.length is honest on failure: bytes delivered (receive) or
+ * acknowledged by the peer (send), possibly 0.
+ * When a request is complete, test/wait fill *status (may be
+ * NULL), release the request, and the handle becomes invalid. They return
  * MRAIL_OK once the request completed (check status->error for its
  * outcome); mrail_test() returns MRAIL_ERR_AGAIN while it is pending.
  * wait_all/wait_any skip NULL entries and set completed entries to NULL;
@@ -264,13 +278,141 @@ MRAIL_API int mrail_wait_any(mrail_engine_t *engine, size_t count,
 
 /*
  * Cancel a posted receive that has not been matched yet: it completes with
- * MRAIL_ERR_CANCELED (collect it with test/wait). MRAIL_ERR_BUSY if already
- * matched, MRAIL_ERR_INVALID for a send request.
+ * MRAIL_ERR_CANCELED (collect it with test/wait, or its callback reports
+ * it). MRAIL_ERR_BUSY if already matched (it completes as received, with
+ * its data), MRAIL_ERR_INVALID for a send request. The decision is atomic
+ * with matching: exactly one of the two outcomes, never both. With a
+ * callback, call it only while the callback has not returned (the engine
+ * releases the request after it): e.g. hold the lock the callback takes
+ * to mark your own request complete, and check that it is not.
  */
 MRAIL_API int mrail_cancel(mrail_engine_t *engine, mrail_request_t *req);
 
-/* Make progress; returns the number of events handled (>= 0) or an error. */
+/*
+ * Make progress and run the completion callbacks that are due (see
+ * mrail_req_args); returns the number of events handled, callbacks run
+ * included (>= 0), or an error.
+ */
 MRAIL_API int mrail_progress(mrail_engine_t *engine);
+
+/* ---- probes (MPI_Iprobe, MPI_Improbe / MPI_Imrecv) -------------------- */
+typedef struct mrail_message mrail_message_t;
+
+/*
+ * Make progress, then look for the first unexpected message (arrived,
+ * matched by no receive) that a receive (src, tag, mask) would match. *flag
+ * is 1 and *status (may be NULL) says its source, tag and full length
+ * (status.error MRAIL_OK), else *flag is 0. The message stays queued.
+ */
+MRAIL_API int mrail_iprobe(mrail_engine_t *engine, mrail_peer_t src,
+			   uint64_t tag, uint64_t mask, int *flag,
+			   mrail_status_t *status);
+
+/*
+ * Like mrail_iprobe, but a message found is also taken out of the queue:
+ * no other receive or probe can match it; *msg is its handle, to be given
+ * to exactly one mrail_imrecv*() (matched messages left unreceived are
+ * freed by mrail_engine_destroy). *msg is NULL when *flag is 0.
+ */
+MRAIL_API int mrail_improbe(mrail_engine_t *engine, mrail_peer_t src,
+			    uint64_t tag, uint64_t mask, int *flag,
+			    mrail_message_t **msg, mrail_status_t *status);
+
+/*
+ * Receive a message returned by mrail_improbe() (eager, rendezvous or from
+ * this process itself) into buf / the iovec; truncation as for irecv. msg
+ * is consumed on success; after MRAIL_ERR_INVALID (also: a handle not
+ * from improbe or already received) or MRAIL_ERR_NOMEM it is untouched.
+ */
+MRAIL_API int mrail_imrecv(mrail_engine_t *engine, void *buf, size_t len,
+			   mrail_message_t *msg, mrail_request_t **req);
+MRAIL_API int mrail_imrecvv(mrail_engine_t *engine, const struct iovec *iov,
+			    int iovcnt, mrail_message_t *msg,
+			    mrail_request_t **req);
+
+/* ---- extended posting: callbacks, caller storage, synchronous sends ---- */
+/*
+ * Completion callback. Called once per request, from mrail_progress(),
+ * mrail_test() or mrail_wait*() (whichever thread calls them; never from
+ * isend/irecv/imrecv/cancel/probe, nor from the progress thread), with the
+ * engine lock NOT held: it may post, probe, cancel and progress on the same
+ * engine (callbacks then due run later or in a nested call, each once).
+ * `status` is valid during the call only. Unless MRAIL_REQ_KEEP was given
+ * the engine releases the request once the callback returns: the handle
+ * must not be used after that, and never given to test/wait; caller
+ * storage may be reused as soon as the callback has returned. With
+ * MRAIL_REQ_KEEP the request becomes collectable by test/wait (which
+ * report it complete only after its callback returned).
+ * Callbacks of requests completed while no thread calls those functions
+ * wait until one does.
+ */
+typedef void (*mrail_request_cb_t)(mrail_request_t *req,
+				   const mrail_status_t *status, void *ctx);
+
+#define MRAIL_REQ_ARGS_VERSION 1
+
+enum mrail_req_flags {
+	/* Send: complete only once the receiver matched the message
+	 * (MPI_Ssend). Invalid for receives. */
+	MRAIL_REQ_SYNC = 1u << 0,
+	/* With a callback: keep the request after it; collect it with
+	 * test/wait. */
+	MRAIL_REQ_KEEP = 1u << 1,
+};
+
+/*
+ * Options for mrail_isend_x / mrail_irecv_x / mrail_imrecv_x. Initialize
+ * with MRAIL_REQ_ARGS_INIT (the struct may grow; `version` tells which
+ * fields exist), then set fields. NULL args means all defaults.
+ */
+struct mrail_req_args {
+	unsigned version;           /* MRAIL_REQ_ARGS_VERSION */
+	unsigned flags;             /* MRAIL_REQ_* */
+	/* Caller-provided request memory: mrail_request_size() bytes,
+	 * aligned like max_align_t, untouched by the caller until the
+	 * request is released (test/wait returned it, or its callback
+	 * returned). NULL: the engine allocates. With contiguous buffers no
+	 * memory is allocated per message on this path (except to buffer
+	 * unexpected messages). */
+	void *storage;
+	mrail_request_cb_t cb;      /* NULL: no callback */
+	void *cb_ctx;
+	/* An iovec instead of buf/len (which must then be NULL/0); the
+	 * array is copied (allocated if iovcnt > 1). */
+	const struct iovec *iov;
+	int iovcnt;
+};
+#define MRAIL_REQ_ARGS_INIT                                                \
+	{ MRAIL_REQ_ARGS_VERSION, 0, NULL, NULL, NULL, NULL, 0 }
+
+/* Bytes of request storage for mrail_req_args.storage. */
+MRAIL_API size_t mrail_request_size(void);
+
+MRAIL_API int mrail_isend_x(mrail_engine_t *engine, mrail_peer_t dest,
+			    const void *buf, size_t len, uint64_t tag,
+			    const struct mrail_req_args *args,
+			    mrail_request_t **req);
+MRAIL_API int mrail_irecv_x(mrail_engine_t *engine, mrail_peer_t src,
+			    void *buf, size_t len, uint64_t tag, uint64_t mask,
+			    const struct mrail_req_args *args,
+			    mrail_request_t **req);
+MRAIL_API int mrail_imrecv_x(mrail_engine_t *engine, void *buf, size_t len,
+			     mrail_message_t *msg,
+			     const struct mrail_req_args *args,
+			     mrail_request_t **req);
+
+/* Synchronous send (MPI_Issend): mrail_isend_x with MRAIL_REQ_SYNC. */
+MRAIL_API int mrail_issend(mrail_engine_t *engine, mrail_peer_t dest,
+			   const void *buf, size_t len, uint64_t tag,
+			   mrail_request_t **req);
+
+/*
+ * Attach a callback to a request posted without one (at most once). If the
+ * request is already complete, the callback runs at the next progress
+ * call. MRAIL_ERR_INVALID if it already has one.
+ */
+MRAIL_API int mrail_request_set_callback(mrail_request_t *req,
+					 mrail_request_cb_t cb, void *ctx);
 
 /* ---- rails and counters ----------------------------------------------- */
 struct mrail_rail_stats {

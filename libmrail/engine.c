@@ -299,6 +299,7 @@ MRAIL_API int mrail_engine_create(const struct mrail_config *cfg,
 	mrail_list_init(&e->posted);
 	mrail_list_init(&e->unexpected);
 	mrail_list_init(&e->free_ops);
+	requests_init(e);
 	e->wake_fd = -1;
 	engine_lock(e);
 	rc = engine_init(e, cfg);
@@ -385,25 +386,6 @@ static void engine_close(struct mrail_engine *e)
 				    e->gates[i]->name, e->cfg.finalize_timeout);
 }
 
-static void free_pending_requests(struct mrail_engine *e)
-{
-	struct mrail_list *pos, *tmp;
-	mrail_list_foreach_safe(pos, tmp, &e->posted) {
-		struct mrail_request *r =
-			mrail_list_entry(pos, struct mrail_request, link);
-		mrail_list_remove(pos);
-		request_free(e, r);
-	}
-	mrail_list_foreach_safe(pos, tmp, &e->unexpected) {
-		struct unexpected *u =
-			mrail_list_entry(pos, struct unexpected, link);
-		mrail_list_remove(pos);
-		if (u->self_send)
-			request_free(e, u->self_send);
-		unexpected_free(u);
-	}
-}
-
 static void engine_free(struct mrail_engine *e)
 {
 	struct mrail_list *pos, *tmp;
@@ -417,7 +399,7 @@ static void engine_free(struct mrail_engine *e)
 		rail_close(e, r);
 		free(r);
 	}
-	free_pending_requests(e);
+	requests_fini(e);
 	drivers_close(e);
 	if (e->strategy && e->strategy_state)
 		e->strategy->fini(e->strategy_state);

@@ -46,11 +46,35 @@ enum req_phase {
 	REQ_RDV_WAIT_RTR, /* send: RTS sent, waiting for the receiver */
 	REQ_RDV_ACTIVE,   /* payload chunks moving */
 	REQ_SELF_WAIT,    /* send to self, parked until matched */
+	REQ_SYNC_WAIT,    /* sync eager send: sent, waiting for SYNC_ACK */
 	REQ_DONE,
 };
 
+/* Request flags (public MRAIL_REQ_* in the low bits). */
+#define REQF_SYNC MRAIL_REQ_SYNC
+#define REQF_KEEP MRAIL_REQ_KEEP
+#define REQF_STORAGE (1u << 8) /* caller's memory: never free()d */
+
+/*
+ * Lifetime. A request is *complete* (phase REQ_DONE) once its status is
+ * final AND no driver operation references it (outstanding == 0): a
+ * failure while chunks are posted or arriving first closes those rails
+ * (gate_fail) or waits for them (request_fail defers). It is *released*
+ * when the user gives it back (test/wait, or after its callback unless
+ * MRAIL_REQ_KEEP); only then is it freed. Every live request is on
+ * e->requests, so engine destroy frees what the user never collected.
+ */
 struct mrail_request {
-	struct mrail_list link; /* in the list of its phase */
+	struct mrail_list link; /* in the list of its phase; e->cbq once
+	                           complete with a callback due */
+	struct mrail_list all_link; /* e->requests */
+	struct mrail_engine *engine;
+	unsigned flags;         /* REQF_* */
+	mrail_request_cb_t cb;
+	void *cb_ctx;
+	int cb_pending;         /* complete, callback not yet returned */
+	int failing;            /* failed; completes when outstanding is 0 */
+	uint64_t sync_id;       /* recv: SYNC_ACK owed to the sender (0: none) */
 	struct mrail_list gate_link; /* rdv requests of a gate (failure) */
 	int kind;
 	int phase;
@@ -154,6 +178,7 @@ struct rail {
 	struct mrail_rail_model *model; /* predictions strategies use */
 	struct mrail_list posted; /* send_ops not completed */
 	uint64_t rx_len;          /* body being received (one at a time) */
+	struct mrail_request *rx_req; /* whose buffer that body goes to */
 	int bye_in, bye_out;      /* BYE received / sent on this rail */
 	struct mrail_rail_stats stats;
 	/* Busy-until accounting (libmrail/busy.c). */
@@ -261,7 +286,8 @@ struct unexpected {
 	uint64_t seq;             /* for the out-of-order list */
 	uint64_t tag;
 	uint64_t len;             /* message length */
-	uint64_t send_id;         /* RTS */
+	uint64_t send_id;         /* RTS; EAGER: sender's id if it waits for
+	                             a SYNC_ACK (synchronous send), else 0 */
 	struct rdv_rma *rma;      /* RTS: the sender's keys, or NULL */
 	struct mrail_request *self_send; /* UNEXP_SELF */
 	uint8_t data[];           /* UNEXP_EAGER payload */
@@ -306,6 +332,9 @@ struct mrail_engine {
 
 	struct mrail_list posted;      /* posted receives, in order */
 	struct mrail_list unexpected;  /* unexpected messages, in order */
+	struct mrail_list probed;      /* taken by improbe, not yet received */
+	struct mrail_list requests;    /* every live request (all_link) */
+	struct mrail_list cbq;         /* complete, callback due (link) */
 
 	struct handle_slot *handles;   /* rendezvous ids */
 	uint32_t handles_cap, handles_free_hint;
@@ -346,9 +375,28 @@ static inline int buffer_args_valid(const struct iovec *iov, int iovcnt,
 struct mrail_request *request_new(struct mrail_engine *e, int kind,
 				  const struct iovec *iov, int iovcnt,
 				  const void *buf, size_t len);
+/* With caller storage and options (args already validated). */
+struct mrail_request *request_new_x(struct mrail_engine *e, int kind,
+				    const struct iovec *iov, int iovcnt,
+				    const void *buf, size_t len,
+				    const struct mrail_req_args *args);
+/* Checks args for a send (is_send) or receive; sets the iovec to use. */
+int request_args_check(const struct mrail_req_args *args, int is_send,
+		       const struct iovec **iov, int *iovcnt, const void *buf,
+		       size_t len);
+/* Only when r->outstanding == 0 (use request_fail otherwise). */
 void request_complete(struct mrail_engine *e, struct mrail_request *r,
 		      int error);
+/* Fail r: completes now if no driver operation references it, else when
+ * the last one settles (rdv_data_sent, rdv_on_data_done). */
+void request_fail(struct mrail_engine *e, struct mrail_request *r,
+		  int error);
 void request_free(struct mrail_engine *e, struct mrail_request *r);
+void requests_init(struct mrail_engine *e);
+/* Engine destroy: frees every request, unexpected and probed message. */
+void requests_fini(struct mrail_engine *e);
+/* Runs due callbacks; lock NOT held. Returns how many ran. */
+int request_run_callbacks(struct mrail_engine *e);
 uint64_t handle_assign(struct mrail_engine *e, struct mrail_request *r);
 struct mrail_request *handle_lookup(struct mrail_engine *e, uint64_t id);
 void handle_release(struct mrail_engine *e, struct mrail_request *r);
@@ -514,6 +562,10 @@ void rma_on_get_fin(struct mrail_engine *e, struct rail *rail,
 void rma_on_put_fin(struct mrail_engine *e, struct rail *rail,
 		    const struct mrail_wire_put_fin *f);
 void rma_op_done(struct mrail_engine *e, struct send_op *op, int status);
+/* A receive's operation settled: complete it (telling the sender what it
+ * read by RDMA) if nothing else is due. */
+void rma_recv_settled(struct mrail_engine *e, struct mrail_request *r);
+void rma_recv_finish(struct mrail_engine *e, struct mrail_request *r);
 void rma_request_release(struct mrail_engine *e, struct mrail_request *r);
 
 /* rdv.c */
@@ -528,6 +580,19 @@ void *rdv_on_data(struct mrail_engine *e, struct rail *r, const void *head,
 		  int *dst_cnt);
 void rdv_on_data_done(struct mrail_engine *e, struct rail *r, void *cookie);
 void rdv_data_sent(struct mrail_engine *e, struct send_op *op, int status);
+/* r's connection is closed: the body it was receiving never completes. */
+void rdv_rail_closed(struct mrail_engine *e, struct rail *r);
+/* Does r have operations that reference a request's buffer? */
+int rdv_rail_busy(const struct rail *r);
+
+/* sync.c: synchronous sends (SYNC_ACK) */
+void sync_ack_send(struct mrail_engine *e, struct gate *g, uint64_t send_id);
+void sync_on_ack(struct mrail_engine *e, struct rail *r, uint64_t send_id);
+
+/* recv.c (used by probe.c) */
+/* Hand unexpected message u (off every list) to receive r. */
+void recv_take(struct mrail_engine *e, struct mrail_request *r,
+	       struct unexpected *u);
 
 /* self.c */
 int self_send(struct mrail_engine *e, struct gate *g, struct mrail_request *r);

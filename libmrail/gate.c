@@ -162,18 +162,24 @@ void gate_fail(struct mrail_engine *e, struct gate *g, int error,
 			    why, mrail_strerror(error));
 	g->state = error == MRAIL_ERR_PEER_CLOSED ? GATE_CLOSED : GATE_FAILED;
 	g->error = error;
-	/* Rails first: settling their posted chunks may complete sends. A
-	 * peer that said BYE keeps its connections until we close too. */
+	/* Rendezvous requests first: those with chunks posted or arriving
+	 * only take the gate's error now and complete when the rails below
+	 * settle their chunks (completing hands the buffer back to the
+	 * user, so the driver must be done with it first). */
+	mrail_list_foreach_safe(pos, tmp, &g->rdv)
+		request_fail(e, mrail_list_entry(pos, struct mrail_request,
+						 gate_link),
+			     error);
+	/* A peer that said BYE keeps its connections until we close too,
+	 * except those still carrying a request's chunks: ep_close makes
+	 * the driver drop them and stop touching their memory. */
 	for (unsigned i = 0; i < g->nrails; i++)
-		if (g->rails[i] && error != MRAIL_ERR_PEER_CLOSED)
+		if (g->rails[i] && (error != MRAIL_ERR_PEER_CLOSED ||
+				    rdv_rail_busy(g->rails[i])))
 			rail_close(e, g->rails[i]);
 	mrail_list_foreach_safe(pos, tmp, &g->sendq)
-		request_complete(e, mrail_list_entry(pos, struct mrail_request, link),
-				 error);
-	mrail_list_foreach_safe(pos, tmp, &g->rdv)
-		request_complete(e, mrail_list_entry(pos, struct mrail_request,
-						     gate_link),
-				 error);
+		request_fail(e, mrail_list_entry(pos, struct mrail_request, link),
+			     error);
 	recv_fail_gate(e, g, error);
 	if (g->scheduled) {
 		mrail_list_remove(&g->sched_link);

@@ -356,6 +356,13 @@ static void up_ep_error(void *ctx, int status, const char *why)
 		rail_close(e, r);
 		return;
 	}
+	/* We said BYE; a peer that was closing too may hang up without
+	 * answering (it had to cut a transfer that still used our rail). */
+	if (r->bye_out) {
+		gate_fail(e, r->gate, MRAIL_ERR_PEER_CLOSED, why);
+		rail_close(e, r);
+		return;
+	}
 	snprintf(msg, sizeof msg, "rail %u (%s <-> %s): %s", r->index,
 		 r->stats.local, r->stats.remote, why);
 	gate_fail(e, r->gate, status == MRAIL_ERR_PROTO ? MRAIL_ERR_PROTO

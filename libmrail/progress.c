@@ -25,7 +25,7 @@ MRAIL_API int mrail_progress(mrail_engine_t *e)
 	engine_lock(e);
 	int n = engine_progress(e);
 	engine_unlock(e);
-	return n;
+	return n + request_run_callbacks(e); /* lock released: they may post */
 }
 
 /* Sleep until a driver has something or timeout_ms passes (lock not held). */

@@ -63,6 +63,7 @@ void rail_close(struct mrail_engine *e, struct rail *r)
 	mrail_list_foreach_safe(pos, tmp, &r->posted)
 		rail_op_done(e, mrail_list_entry(pos, struct send_op, link),
 			   MRAIL_ERR_PEER);
+	rdv_rail_closed(e, r);
 	busy_rail_close(r);
 }
 

@@ -196,6 +196,10 @@ void rdv_on_rtr(struct mrail_engine *e, struct rail *rail,
 {
 	struct mrail_request *s = handle_lookup(e, rtr->send_id);
 
+	/* Our engine is closing and said BYE here: nothing may follow it;
+	 * the request goes with the engine. */
+	if (rail->bye_out)
+		return;
 	if (!rtr_fits(s, rail, rtr)) {
 		gate_fail(e, rail->gate, MRAIL_ERR_PROTO,
 			  "rendezvous reply for an unknown send or out of "
@@ -230,8 +234,8 @@ void rdv_data_sent(struct mrail_engine *e, struct send_op *op, int status)
 		s->error = status;
 	else if (status == MRAIL_OK)
 		s->done_bytes += op->bytes;
-	if (s->outstanding == 0 &&
-	    (s->error != MRAIL_OK || s->done_bytes == s->expected))
+	if (s->outstanding == 0 && (s->error != MRAIL_OK || s->failing ||
+				    s->done_bytes == s->expected))
 		request_complete(e, s, s->error);
 }
 
@@ -272,6 +276,7 @@ void *rdv_on_data(struct mrail_engine *e, struct rail *rail, const void *head,
 		return NULL;
 	}
 	r->outstanding++;
+	rail->rx_req = r;
 	rail->rx_len = body_len;
 	rail->stats.rx_chunks++;
 	rail->stats.rx_bytes += body_len;
@@ -286,6 +291,30 @@ void rdv_on_data_done(struct mrail_engine *e, struct rail *rail, void *cookie)
 	r->done_bytes += rail->rx_len;
 	busy_rx_arrived(rail, rail->rx_len);
 	rail->rx_len = 0;
-	if (r->done_bytes == r->expected && r->outstanding == 0)
+	rail->rx_req = NULL;
+	rma_recv_settled(e, r); /* completes it if it was the last */
+}
+
+/* The driver never calls recv_body_done for a body cut by ep_close. */
+void rdv_rail_closed(struct mrail_engine *e, struct rail *rail)
+{
+	struct mrail_request *r = rail->rx_req;
+	if (!r)
+		return;
+	rail->rx_req = NULL;
+	rail->rx_len = 0;
+	r->outstanding--;
+	if (r->outstanding == 0 && r->failing)
 		request_complete(e, r, r->error);
+}
+
+int rdv_rail_busy(const struct rail *rail)
+{
+	const struct mrail_list *pos;
+	if (rail->rx_req)
+		return 1;
+	for (pos = rail->posted.next; pos != &rail->posted; pos = pos->next)
+		if (mrail_list_entry(pos, struct send_op, link)->kind != OP_PACKET)
+			return 1;
+	return 0;
 }

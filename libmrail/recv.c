@@ -42,6 +42,25 @@ void recv_deliver_eager(struct mrail_engine *e, struct mrail_request *r,
 	request_complete(e, r, len > r->len ? MRAIL_ERR_TRUNCATE : MRAIL_OK);
 }
 
+/* Receive r (off every list) takes message u (off every list); frees u. */
+void recv_take(struct mrail_engine *e, struct mrail_request *r,
+	       struct unexpected *u)
+{
+	if (u->kind == UNEXP_SELF) {
+		self_match(e, r, u);
+		return;
+	}
+	if (u->kind == UNEXP_EAGER) {
+		recv_deliver_eager(e, r, u->gate, u->tag, u->data, u->len);
+		if (u->send_id) /* synchronous send: it is matched now */
+			sync_ack_send(e, u->gate, u->send_id);
+	} else {
+		rdv_recv_start(e, r, u->gate, u->tag, u->len, u->send_id,
+			       u->rma);
+	}
+	free(u);
+}
+
 /* Hand an in-order message to its receive, or keep it as unexpected. */
 void recv_arrived(struct mrail_engine *e, struct gate *g, struct unexpected *u)
 {
@@ -51,15 +70,7 @@ void recv_arrived(struct mrail_engine *e, struct gate *g, struct unexpected *u)
 		return;
 	}
 	mrail_list_remove(&r->link);
-	if (u->kind == UNEXP_SELF) {
-		self_match(e, r, u);
-		return;
-	}
-	if (u->kind == UNEXP_EAGER)
-		recv_deliver_eager(e, r, g, u->tag, u->data, u->len);
-	else
-		rdv_recv_start(e, r, g, u->tag, u->len, u->send_id, u->rma);
-	free(u);
+	recv_take(e, r, u);
 }
 
 void unexpected_free(struct unexpected *u)
@@ -68,20 +79,42 @@ void unexpected_free(struct unexpected *u)
 	free(u);
 }
 
+static int is_eager_rec(const struct mrail_wire_rec *rec)
+{
+	return rec->type == MRAIL_WIRE_EAGER ||
+	       rec->type == MRAIL_WIRE_EAGER_SYNC;
+}
+
+/* EAGER and EAGER_SYNC share seq and tag; RTS has its own layout. */
+static uint64_t rec_seq(const struct mrail_wire_rec *rec)
+{
+	return rec->type == MRAIL_WIRE_EAGER ? rec->u.eager.seq
+	       : rec->type == MRAIL_WIRE_EAGER_SYNC ? rec->u.eager_sync.seq
+						    : rec->u.rts.seq;
+}
+
+static uint64_t rec_tag(const struct mrail_wire_rec *rec)
+{
+	return rec->type == MRAIL_WIRE_EAGER ? rec->u.eager.tag
+	       : rec->type == MRAIL_WIRE_EAGER_SYNC ? rec->u.eager_sync.tag
+						    : rec->u.rts.tag;
+}
+
 static struct unexpected *unexpected_new(struct gate *g,
 					 const struct mrail_wire_rec *rec,
 					 struct rdv_rma *rma)
 {
 	struct unexpected *u;
-	if (rec->type == MRAIL_WIRE_EAGER) {
+	if (is_eager_rec(rec)) {
 		u = malloc(sizeof *u + rec->payload_len);
 		if (!u)
 			return NULL;
 		u->kind = UNEXP_EAGER;
-		u->seq = rec->u.eager.seq;
-		u->tag = rec->u.eager.tag;
+		u->seq = rec_seq(rec);
+		u->tag = rec_tag(rec);
 		u->len = rec->payload_len;
-		u->send_id = 0;
+		u->send_id = rec->type == MRAIL_WIRE_EAGER_SYNC
+				     ? rec->u.eager_sync.send_id : 0;
 		memcpy(u->data, rec->payload, rec->payload_len);
 	} else {
 		u = malloc(sizeof *u);
@@ -104,12 +137,14 @@ static struct unexpected *unexpected_new(struct gate *g,
 static int deliver_eager_now(struct mrail_engine *e, struct gate *g,
 			     const struct mrail_wire_rec *rec)
 {
-	struct mrail_request *r = find_posted(e, g, rec->u.eager.tag);
+	uint64_t tag = rec_tag(rec);
+	struct mrail_request *r = find_posted(e, g, tag);
 	if (!r)
 		return 0;
 	mrail_list_remove(&r->link);
-	recv_deliver_eager(e, r, g, rec->u.eager.tag, rec->payload,
-			   rec->payload_len);
+	recv_deliver_eager(e, r, g, tag, rec->payload, rec->payload_len);
+	if (rec->type == MRAIL_WIRE_EAGER_SYNC && rec->u.eager_sync.send_id)
+		sync_ack_send(e, g, rec->u.eager_sync.send_id);
 	return 1;
 }
 
@@ -117,8 +152,7 @@ static int ordered_arrival(struct mrail_engine *e, struct gate *g,
 			   const struct mrail_wire_rec *rec,
 			   struct rdv_rma *rma, const char **why)
 {
-	uint64_t seq = rec->type == MRAIL_WIRE_EAGER ? rec->u.eager.seq
-						     : rec->u.rts.seq;
+	uint64_t seq = rec_seq(rec);
 	struct unexpected *u;
 
 	if (seq < g->next_recv_seq) {
@@ -127,7 +161,7 @@ static int ordered_arrival(struct mrail_engine *e, struct gate *g,
 	}
 	if (seq == g->next_recv_seq) {
 		g->next_recv_seq++;
-		if (rec->type != MRAIL_WIRE_EAGER || !deliver_eager_now(e, g, rec)) {
+		if (!is_eager_rec(rec) || !deliver_eager_now(e, g, rec)) {
 			if (!(u = unexpected_new(g, rec, rma)))
 				return MRAIL_ERR_NOMEM;
 			recv_arrived(e, g, u);
@@ -205,6 +239,7 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 		}
 		switch (rec.type) {
 		case MRAIL_WIRE_EAGER:
+		case MRAIL_WIRE_EAGER_SYNC:
 			r->stats.rx_bytes += rec.payload_len;
 			r->stats.rx_msgs++;
 			rc = ordered_arrival(e, g, &rec, NULL, &why);
@@ -237,6 +272,9 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 			busy_remote_tx(g, us, (unsigned)(rec.payload_len / 4));
 			break;
 		}
+		case MRAIL_WIRE_SYNC_ACK:
+			sync_on_ack(e, r, rec.u.sync_ack.send_id);
+			break;
 		case MRAIL_WIRE_BYE:
 			rma_rail_keys_clear(r);
 			on_bye(e, r);
@@ -269,16 +307,7 @@ int recv_post(struct mrail_engine *e, struct mrail_request *r)
 		if (!match(r, u->gate, u->tag))
 			continue;
 		mrail_list_remove(&u->link);
-		if (u->kind == UNEXP_EAGER) {
-			recv_deliver_eager(e, r, u->gate, u->tag, u->data, u->len);
-			free(u);
-		} else if (u->kind == UNEXP_RTS) {
-			rdv_recv_start(e, r, u->gate, u->tag, u->len, u->send_id,
-				       u->rma);
-			free(u);
-		} else {
-			self_match(e, r, u);
-		}
+		recv_take(e, r, u);
 		return MRAIL_OK;
 	}
 	if (r->peer != MRAIL_ANY_PEER) {
@@ -315,6 +344,7 @@ void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error)
 static int irecv_common(struct mrail_engine *e, mrail_peer_t src,
 			const struct iovec *iov, int iovcnt, void *buf,
 			size_t len, uint64_t tag, uint64_t mask,
+			const struct mrail_req_args *args,
 			struct mrail_request **out)
 {
 	if (!e || !out || !buffer_args_valid(iov, iovcnt, buf, len))
@@ -325,7 +355,8 @@ static int irecv_common(struct mrail_engine *e, mrail_peer_t src,
 		engine_unlock(e);
 		return MRAIL_ERR_NOT_FOUND;
 	}
-	struct mrail_request *r = request_new(e, REQ_RECV, iov, iovcnt, buf, len);
+	struct mrail_request *r =
+		request_new_x(e, REQ_RECV, iov, iovcnt, buf, len, args);
 	if (!r) {
 		engine_unlock(e);
 		return MRAIL_ERR_NOMEM;
@@ -344,7 +375,7 @@ MRAIL_API int mrail_irecv(mrail_engine_t *e, mrail_peer_t src, void *buf,
 			  size_t len, uint64_t tag, uint64_t mask,
 			  mrail_request_t **req)
 {
-	return irecv_common(e, src, NULL, 0, buf, len, tag, mask, req);
+	return irecv_common(e, src, NULL, 0, buf, len, tag, mask, NULL, req);
 }
 
 MRAIL_API int mrail_irecvv(mrail_engine_t *e, mrail_peer_t src,
@@ -352,6 +383,20 @@ MRAIL_API int mrail_irecvv(mrail_engine_t *e, mrail_peer_t src,
 			   uint64_t mask, mrail_request_t **req)
 {
 	if (!iov && iovcnt == 0)
-		return irecv_common(e, src, NULL, 0, NULL, 0, tag, mask, req);
-	return irecv_common(e, src, iov, iovcnt, NULL, 0, tag, mask, req);
+		return irecv_common(e, src, NULL, 0, NULL, 0, tag, mask, NULL,
+				    req);
+	return irecv_common(e, src, iov, iovcnt, NULL, 0, tag, mask, NULL, req);
+}
+
+MRAIL_API int mrail_irecv_x(mrail_engine_t *e, mrail_peer_t src, void *buf,
+			    size_t len, uint64_t tag, uint64_t mask,
+			    const struct mrail_req_args *args,
+			    mrail_request_t **req)
+{
+	const struct iovec *iov;
+	int iovcnt;
+	if (request_args_check(args, 0, &iov, &iovcnt, buf, len))
+		return MRAIL_ERR_INVALID;
+	return irecv_common(e, src, iov, iovcnt, buf, len, tag, mask, args,
+			    req);
 }

@@ -4,26 +4,34 @@
 #include "util/log.h"
 
 #include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct mrail_request *request_new(struct mrail_engine *e, int kind,
-				  const struct iovec *iov, int iovcnt,
-				  const void *buf, size_t len)
+static void request_init(struct mrail_engine *e, struct mrail_request *r,
+			 int kind)
 {
-	struct mrail_request *r = calloc(1, sizeof *r);
-	(void)e;
-	if (!r)
-		return NULL;
+	memset(r, 0, sizeof *r);
 	mrail_list_init(&r->link);
 	mrail_list_init(&r->gate_link);
+	r->engine = e;
 	r->kind = kind;
+	mrail_list_append(&e->requests, &r->all_link);
+}
+
+/* Buffers: contiguous ones use the request's own iovec (no allocation). */
+static int request_set_buffer(struct mrail_request *r, const struct iovec *iov,
+			      int iovcnt, const void *buf, size_t len)
+{
+	if (iov && iovcnt == 1) {
+		buf = iov[0].iov_base;
+		len = iov[0].iov_len;
+		iov = NULL;
+	}
 	if (iov) {
 		r->iov = malloc(sizeof *iov * (size_t)(iovcnt ? iovcnt : 1));
-		if (!r->iov) {
-			free(r);
-			return NULL;
-		}
+		if (!r->iov)
+			return MRAIL_ERR_NOMEM;
 		memcpy(r->iov, iov, sizeof *iov * (size_t)iovcnt);
 		r->iovcnt = iovcnt;
 		r->len = mrail_iov_length(iov, iovcnt);
@@ -34,7 +42,72 @@ struct mrail_request *request_new(struct mrail_engine *e, int kind,
 		r->iovcnt = 1;
 		r->len = len;
 	}
+	return MRAIL_OK;
+}
+
+struct mrail_request *request_new_x(struct mrail_engine *e, int kind,
+				    const struct iovec *iov, int iovcnt,
+				    const void *buf, size_t len,
+				    const struct mrail_req_args *args)
+{
+	struct mrail_request *r = args && args->storage ? args->storage
+						       : malloc(sizeof *r);
+	if (!r)
+		return NULL;
+	request_init(e, r, kind);
+	if (args) {
+		r->flags = args->flags;
+		r->cb = args->cb;
+		r->cb_ctx = args->cb_ctx;
+		if (args->storage)
+			r->flags |= REQF_STORAGE;
+	}
+	if (request_set_buffer(r, iov, iovcnt, buf, len)) {
+		mrail_list_remove(&r->all_link);
+		if (!(r->flags & REQF_STORAGE))
+			free(r);
+		return NULL;
+	}
 	return r;
+}
+
+struct mrail_request *request_new(struct mrail_engine *e, int kind,
+				  const struct iovec *iov, int iovcnt,
+				  const void *buf, size_t len)
+{
+	return request_new_x(e, kind, iov, iovcnt, buf, len, NULL);
+}
+
+int request_args_check(const struct mrail_req_args *a, int is_send,
+		       const struct iovec **iov, int *iovcnt, const void *buf,
+		       size_t len)
+{
+	*iov = NULL;
+	*iovcnt = 0;
+	if (!a)
+		return buffer_args_valid(NULL, 0, buf, len) ? MRAIL_OK
+							    : MRAIL_ERR_INVALID;
+	if (a->version != MRAIL_REQ_ARGS_VERSION ||
+	    (a->flags & ~(unsigned)(MRAIL_REQ_SYNC | MRAIL_REQ_KEEP)) ||
+	    (!is_send && (a->flags & MRAIL_REQ_SYNC)) ||
+	    ((uintptr_t)a->storage % _Alignof(max_align_t)))
+		return MRAIL_ERR_INVALID;
+	if (a->iov || a->iovcnt) {
+		if (buf || len || !a->iov)
+			return MRAIL_ERR_INVALID;
+		*iov = a->iov;
+		*iovcnt = a->iovcnt;
+	}
+	return buffer_args_valid(*iov, *iovcnt, buf, len) ? MRAIL_OK
+							  : MRAIL_ERR_INVALID;
+}
+
+/* A failed request reports what moved: rendezvous bytes that arrived
+ * (receive) or that the driver sent (send); 0 for anything else. */
+static void honest_length(struct mrail_request *r, int error)
+{
+	if (error != MRAIL_OK && error != MRAIL_ERR_TRUNCATE)
+		r->status.length = r->done_bytes;
 }
 
 void request_complete(struct mrail_engine *e, struct mrail_request *r,
@@ -47,16 +120,79 @@ void request_complete(struct mrail_engine *e, struct mrail_request *r,
 	handle_release(e, r);
 	if (r->error == MRAIL_OK)
 		r->error = error;
+	honest_length(r, r->error);
 	r->status.error = r->error;
 	r->phase = REQ_DONE;
+	if (r->cb) {
+		r->cb_pending = 1;
+		mrail_list_append(&e->cbq, &r->link);
+	}
+}
+
+void request_fail(struct mrail_engine *e, struct mrail_request *r, int error)
+{
+	if (r->phase == REQ_DONE)
+		return;
+	if (r->outstanding == 0) {
+		/* A truncated receive fails for the new reason. */
+		if (r->error == MRAIL_ERR_TRUNCATE)
+			r->error = MRAIL_OK;
+		request_complete(e, r, error);
+		return;
+	}
+	r->failing = 1;
+	if (r->error == MRAIL_OK || r->error == MRAIL_ERR_TRUNCATE)
+		r->error = error;
+}
+
+static void request_memory_free(struct mrail_request *r)
+{
+	if (r->iov != &r->iov1)
+		free(r->iov);
+	if (!(r->flags & REQF_STORAGE))
+		free(r);
 }
 
 void request_free(struct mrail_engine *e, struct mrail_request *r)
 {
 	rma_request_release(e, r);
-	if (r->iov != &r->iov1)
-		free(r->iov);
-	free(r);
+	mrail_list_remove(&r->all_link);
+	request_memory_free(r);
+}
+
+void requests_init(struct mrail_engine *e)
+{
+	mrail_list_init(&e->probed);
+	mrail_list_init(&e->requests);
+	mrail_list_init(&e->cbq);
+}
+
+static void free_unexpected_list(struct mrail_list *l)
+{
+	struct mrail_list *pos, *tmp;
+	mrail_list_foreach_safe(pos, tmp, l) {
+		mrail_list_remove(pos);
+		unexpected_free(mrail_list_entry(pos, struct unexpected, link));
+	}
+}
+
+/*
+ * Engine destroy, after every rail is closed (no driver references any
+ * buffer): requests never collected (posted, in flight, complete but not
+ * tested, callbacks never run) and messages never received go.
+ */
+void requests_fini(struct mrail_engine *e)
+{
+	struct mrail_list *pos, *tmp;
+	free_unexpected_list(&e->unexpected);
+	free_unexpected_list(&e->probed);
+	mrail_list_foreach_safe(pos, tmp, &e->requests) {
+		struct mrail_request *r =
+			mrail_list_entry(pos, struct mrail_request, all_link);
+		mrail_list_remove(&r->link);
+		mrail_list_remove(&r->gate_link);
+		request_free(e, r);
+	}
 }
 
 /*
@@ -120,12 +256,71 @@ void handle_release(struct mrail_engine *e, struct mrail_request *r)
 
 /* ---- completion API --------------------------------------------------- */
 
+/* Complete and its callback (if any) returned: test/wait may report it. */
+static int collectable(const struct mrail_request *r)
+{
+	return r->phase == REQ_DONE && !r->cb_pending;
+}
+
+/* The user takes the status back; lock held. Complete implies no driver
+ * reference (outstanding == 0), so the request goes at once. */
 static void finish(struct mrail_engine *e, struct mrail_request *r,
 		   mrail_status_t *st)
 {
 	if (st)
 		*st = r->status;
 	request_free(e, r);
+}
+
+/*
+ * Callbacks run with the lock released, so they may call into the engine.
+ * A request the engine releases after its callback leaves e->requests
+ * before the call: once the callback returns, the engine never touches
+ * caller storage again (the caller may already be reusing it).
+ */
+int request_run_callbacks(struct mrail_engine *e)
+{
+	struct mrail_list due;
+	int ran = 0;
+
+	/* Only those due now: callbacks that post requests completing at
+	 * once (sends to self) must not keep this call from returning. */
+	mrail_list_init(&due);
+	engine_lock(e);
+	if (!mrail_list_empty(&e->cbq)) {
+		due.next = e->cbq.next;
+		due.prev = e->cbq.prev;
+		due.next->prev = &due;
+		due.prev->next = &due;
+		mrail_list_init(&e->cbq);
+	}
+	engine_unlock(e);
+	for (;;) {
+		engine_lock(e);
+		if (mrail_list_empty(&due)) {
+			engine_unlock(e);
+			return ran;
+		}
+		struct mrail_request *r =
+			mrail_list_first(&due, struct mrail_request, link);
+		mrail_list_remove(&r->link);
+		mrail_status_t st = r->status;
+		mrail_request_cb_t cb = r->cb;
+		void *ctx = r->cb_ctx;
+		int keep = r->flags & REQF_KEEP;
+		if (!keep)
+			mrail_list_remove(&r->all_link);
+		engine_unlock(e);
+		cb(r, &st, ctx);
+		ran++;
+		if (keep) {
+			engine_lock(e);
+			r->cb_pending = 0;
+			engine_unlock(e);
+		} else {
+			request_memory_free(r);
+		}
+	}
 }
 
 /*
@@ -155,20 +350,34 @@ static void backoff_step(struct mrail_engine *e, struct backoff *b, int events)
 	engine_idle_wait(e, 1);
 }
 
+/* One round of progress for test/wait: driver events, then callbacks. */
+static int progress_round(struct mrail_engine *e)
+{
+	engine_lock(e);
+	int events = engine_progress(e);
+	int due = !mrail_list_empty(&e->cbq);
+	engine_unlock(e);
+	if (due)
+		events += request_run_callbacks(e);
+	return events;
+}
+
 MRAIL_API int mrail_test(mrail_engine_t *e, mrail_request_t *r,
 			 mrail_status_t *st)
 {
 	if (!e || !r)
 		return MRAIL_ERR_INVALID;
 	engine_lock(e);
-	if (r->phase != REQ_DONE)
-		engine_progress(e);
-	int done = r->phase == REQ_DONE;
+	int done = collectable(r);
 	engine_unlock(e);
 	if (!done)
-		return MRAIL_ERR_AGAIN;
-	finish(e, r, st);
-	return MRAIL_OK;
+		progress_round(e);
+	engine_lock(e);
+	done = collectable(r);
+	if (done)
+		finish(e, r, st);
+	engine_unlock(e);
+	return done ? MRAIL_OK : MRAIL_ERR_AGAIN;
 }
 
 MRAIL_API int mrail_wait(mrail_engine_t *e, mrail_request_t *r,
@@ -179,17 +388,14 @@ MRAIL_API int mrail_wait(mrail_engine_t *e, mrail_request_t *r,
 		return MRAIL_ERR_INVALID;
 	for (;;) {
 		engine_lock(e);
-		int events = 0;
-		if (r->phase != REQ_DONE)
-			events = engine_progress(e);
-		int done = r->phase == REQ_DONE;
+		if (collectable(r)) {
+			finish(e, r, st);
+			engine_unlock(e);
+			return MRAIL_OK;
+		}
 		engine_unlock(e);
-		if (done)
-			break;
-		backoff_step(e, &b, events);
+		backoff_step(e, &b, progress_round(e));
 	}
-	finish(e, r, st);
-	return MRAIL_OK;
 }
 
 MRAIL_API int mrail_wait_all(mrail_engine_t *e, size_t n, mrail_request_t **reqs,
@@ -204,12 +410,11 @@ MRAIL_API int mrail_wait_all(mrail_engine_t *e, size_t n, mrail_request_t **reqs
 	for (size_t i = 0; i < n; i++)
 		left += reqs[i] != NULL;
 	while (left > 0) {
+		int events = progress_round(e);
 		engine_lock(e);
-		int events = engine_progress(e);
-		engine_unlock(e);
 		for (size_t i = 0; i < n; i++) {
 			struct mrail_request *r = reqs[i];
-			if (!r || r->phase != REQ_DONE)
+			if (!r || !collectable(r))
 				continue;
 			if (r->status.error && first_error == MRAIL_OK)
 				first_error = r->status.error;
@@ -217,6 +422,7 @@ MRAIL_API int mrail_wait_all(mrail_engine_t *e, size_t n, mrail_request_t **reqs
 			reqs[i] = NULL;
 			left--;
 		}
+		engine_unlock(e);
 		if (left)
 			backoff_step(e, &b, events);
 	}
@@ -236,22 +442,28 @@ MRAIL_API int mrail_wait_any(mrail_engine_t *e, size_t n, mrail_request_t **reqs
 	if (!live)
 		return MRAIL_ERR_INVALID;
 	for (;;) {
+		int events = progress_round(e);
 		engine_lock(e);
-		int events = engine_progress(e);
-		engine_unlock(e);
 		for (size_t i = 0; i < n; i++) {
 			struct mrail_request *r = reqs[i];
-			if (r && r->phase == REQ_DONE) {
+			if (r && collectable(r)) {
 				finish(e, r, st);
+				engine_unlock(e);
 				reqs[i] = NULL;
 				*index = i;
 				return MRAIL_OK;
 			}
 		}
+		engine_unlock(e);
 		backoff_step(e, &b, events);
 	}
 }
 
+/*
+ * Under the lock, a receive is either still on the posted queue (nothing
+ * matched it: cancel) or not (matched, possibly complete: BUSY). Matching
+ * takes the same lock, so there is no third case.
+ */
 MRAIL_API int mrail_cancel(mrail_engine_t *e, mrail_request_t *r)
 {
 	int rc = MRAIL_OK;
@@ -264,6 +476,34 @@ MRAIL_API int mrail_cancel(mrail_engine_t *e, mrail_request_t *r)
 		rc = MRAIL_ERR_BUSY;
 	else
 		request_complete(e, r, MRAIL_ERR_CANCELED);
+	engine_unlock(e);
+	return rc;
+}
+
+MRAIL_API size_t mrail_request_size(void)
+{
+	return sizeof(struct mrail_request);
+}
+
+MRAIL_API int mrail_request_set_callback(mrail_request_t *r,
+					 mrail_request_cb_t cb, void *ctx)
+{
+	if (!r || !cb)
+		return MRAIL_ERR_INVALID;
+	struct mrail_engine *e = r->engine;
+	int rc = MRAIL_OK;
+	engine_lock(e);
+	if (r->cb) {
+		rc = MRAIL_ERR_INVALID;
+	} else {
+		r->cb = cb;
+		r->cb_ctx = ctx;
+		/* Completed already (an eager send inside isend): due now. */
+		if (r->phase == REQ_DONE) {
+			r->cb_pending = 1;
+			mrail_list_append(&e->cbq, &r->link);
+		}
+	}
 	engine_unlock(e);
 	return rc;
 }

@@ -349,6 +349,35 @@ static void send_fin_packet(struct mrail_engine *e, struct rail *rail,
 			  "notice failed");
 }
 
+/*
+ * A receive whose bytes have all arrived (two-sided, written or read):
+ * the sender learns what we read by RDMA, since nothing else tells it.
+ */
+void rma_recv_finish(struct mrail_engine *e, struct mrail_request *r)
+{
+	if (r->rma && r->rma->read_bytes > 0 && r->gate->state == GATE_UP) {
+		struct rail *fr = r->rma->fin_rail;
+		if (!usable(fr))
+			for (unsigned i = 0; i < r->gate->nrails && !usable(fr); i++)
+				fr = r->gate->rails[i];
+		if (usable(fr))
+			send_fin_packet(e, fr, MRAIL_WIRE_GET_FIN, r->remote_id,
+					r->expected, r->rma->read_bytes);
+	}
+	request_complete(e, r, r->error);
+}
+
+/* After a receive's operation settled: complete it if it was the last. */
+void rma_recv_settled(struct mrail_engine *e, struct mrail_request *r)
+{
+	if (r->outstanding > 0 || r->phase == REQ_DONE)
+		return;
+	if (r->failing)
+		request_complete(e, r, r->error);
+	else if (r->done_bytes == r->expected)
+		rma_recv_finish(e, r);
+}
+
 static void get_done(struct mrail_engine *e, struct send_op *op, int status)
 {
 	struct mrail_request *r = op->req;
@@ -359,19 +388,8 @@ static void get_done(struct mrail_engine *e, struct send_op *op, int status)
 		busy_rx_arrived(rail, op->bytes);
 		rail->stats.rx_bytes += op->bytes;
 		rail->stats.rx_wire_bytes += op->bytes;
-	} else if (r->error == MRAIL_OK) {
-		r->error = status;
 	}
-	if (r->outstanding > 0 || (r->error == MRAIL_OK &&
-				   r->done_bytes != r->expected))
-		return;
-	if (r->error == MRAIL_OK && r->gate->state == GATE_UP) {
-		struct rail *fr = usable(r->rma->fin_rail) ? r->rma->fin_rail
-							   : rail;
-		send_fin_packet(e, fr, MRAIL_WIRE_GET_FIN, r->remote_id,
-				r->expected, r->rma->read_bytes);
-	}
-	request_complete(e, r, r->error);
+	rma_recv_settled(e, r);
 }
 
 static void put_done(struct mrail_engine *e, struct send_op *op, int status)
@@ -389,12 +407,10 @@ static void put_done(struct mrail_engine *e, struct send_op *op, int status)
 			send_fin_packet(e, op->rail, MRAIL_WIRE_PUT_FIN,
 					c->recv_id, c->offset, c->len);
 		s->done_bytes += c->len;
-	} else if (s->error == MRAIL_OK) {
-		s->error = c->status;
 	}
 	free(c);
-	if (s->outstanding == 0 &&
-	    (s->error != MRAIL_OK || s->done_bytes == s->expected))
+	if (s->outstanding == 0 && s->phase != REQ_DONE &&
+	    (s->failing || s->done_bytes == s->expected))
 		request_complete(e, s, s->error);
 }
 
@@ -405,22 +421,18 @@ void rma_op_done(struct mrail_engine *e, struct send_op *op, int status)
 
 	mem_reg_put(op->rail->local->di, op->reg);
 	r->outstanding--;
-	if (status != MRAIL_OK && g && g->state == GATE_UP) {
-		char msg[96];
-		snprintf(msg, sizeof msg, "rail %u: RDMA %s failed",
-			 op->rail->index, op->kind == OP_GET ? "read" : "write");
-		/* Settles the request's other operations first. */
-		if (op->kind == OP_PUT && --op->chunk->ops_left == 0)
-			free(op->chunk);
-		else if (op->kind == OP_PUT)
-			op->chunk->status = status;
-		if (r->error == MRAIL_OK)
-			r->error = status;
-		free(op);
-		gate_fail(e, g, status, msg);
-		if (r->outstanding == 0)
-			request_complete(e, r, r->error);
-		return;
+	if (status != MRAIL_OK) {
+		/* The request fails once its other operations settle; a
+		 * failed RDMA operation fails the whole gate (its rails close,
+		 * settling them). */
+		request_fail(e, r, status);
+		if (g && g->state == GATE_UP) {
+			char msg[96];
+			snprintf(msg, sizeof msg, "rail %u: RDMA %s failed",
+				 op->rail->index,
+				 op->kind == OP_GET ? "read" : "write");
+			gate_fail(e, g, status, msg);
+		}
 	}
 	if (op->kind == OP_GET)
 		get_done(e, op, status);
@@ -485,8 +497,7 @@ void rma_on_put_fin(struct mrail_engine *e, struct rail *rail,
 	rail->stats.rx_chunks++;
 	rail->stats.rx_bytes += f->len;
 	rail->stats.rx_wire_bytes += f->len;
-	if (r->done_bytes == r->expected && r->outstanding == 0)
-		request_complete(e, r, r->error);
+	rma_recv_settled(e, r);
 }
 
 void rma_request_release(struct mrail_engine *e, struct mrail_request *r)

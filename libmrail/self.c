@@ -10,7 +10,8 @@
 
 int self_send(struct mrail_engine *e, struct gate *g, struct mrail_request *r)
 {
-	int eager = r->len <= e->cfg.eager_max;
+	/* A synchronous send waits for its receive like a large one. */
+	int eager = r->len <= e->cfg.eager_max && !(r->flags & REQF_SYNC);
 	struct unexpected *u = malloc(sizeof *u + (eager ? r->len : 0));
 	if (!u)
 		return MRAIL_ERR_NOMEM;

@@ -8,8 +8,12 @@
 #include "util/iov.h"
 #include "util/log.h"
 
+/* A synchronous eager record is 8 bytes longer: it still fits a packet
+ * (sized for eager_max) when it is 8 bytes shorter. */
 static int is_eager(const struct gate *g, const struct mrail_request *r)
 {
+	if (r->flags & REQF_SYNC)
+		return g->eager_max >= 8 && r->len <= g->eager_max - 8;
 	return r->len <= g->eager_max;
 }
 
@@ -44,10 +48,30 @@ static void put_busy(struct gate *g, struct send_op *op)
 static size_t record_size(const struct mrail_engine *e, const struct gate *g,
 			  const struct mrail_request *r)
 {
+	if (is_eager(g, r) && (r->flags & REQF_SYNC))
+		return mrail_wire_eager_sync_size(r->len);
 	return is_eager(g, r) ? mrail_wire_eager_size(r->len)
 			      : sizeof(struct mrail_wire_rts) +
 					mrail_wire_busy_size(busy_entries(g)) +
 					(r->iovcnt == 1 ? rma_rts_room(e, g) : 0);
+}
+
+/* Synchronous eager: the data leaves now, the send completes when the
+ * receiver's SYNC_ACK says a receive matched it (sync.c). */
+static int pack_sync(struct mrail_engine *e, struct gate *g, struct rail *rail,
+		     struct send_op *op, struct mrail_request *r)
+{
+	uint8_t *at = op->buf + op->len;
+	if (!handle_assign(e, r))
+		return MRAIL_ERR_NOMEM;
+	mrail_wire_put_eager_sync(at, r->seq, r->tag, r->id, r->len);
+	mrail_iov_to_buf(at + sizeof(struct mrail_wire_eager_sync), r->iov,
+			 r->iovcnt, 0, r->len);
+	op->len += mrail_wire_eager_sync_size(r->len);
+	rail->stats.tx_bytes += r->len;
+	r->phase = REQ_SYNC_WAIT;
+	mrail_list_append(&g->rdv, &r->gate_link);
+	return MRAIL_OK;
 }
 
 static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
@@ -57,6 +81,8 @@ static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
 
 	mrail_list_remove(&r->link);
 	rail->stats.tx_msgs++;
+	if (is_eager(g, r) && (r->flags & REQF_SYNC))
+		return pack_sync(e, g, rail, op, r);
 	if (is_eager(g, r)) {
 		mrail_wire_put_eager(at, r->seq, r->tag, r->len);
 		mrail_iov_to_buf(at + sizeof(struct mrail_wire_eager), r->iov,
@@ -199,7 +225,9 @@ int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r)
 
 static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
 			const struct iovec *iov, int iovcnt, const void *buf,
-			size_t len, uint64_t tag, struct mrail_request **out)
+			size_t len, uint64_t tag,
+			const struct mrail_req_args *args,
+			struct mrail_request **out)
 {
 	int rc;
 
@@ -217,7 +245,8 @@ static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
 		engine_unlock(e);
 		return rc;
 	}
-	struct mrail_request *r = request_new(e, REQ_SEND, iov, iovcnt, buf, len);
+	struct mrail_request *r =
+		request_new_x(e, REQ_SEND, iov, iovcnt, buf, len, args);
 	if (!r) {
 		engine_unlock(e);
 		return MRAIL_ERR_NOMEM;
@@ -240,7 +269,7 @@ static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
 MRAIL_API int mrail_isend(mrail_engine_t *e, mrail_peer_t dest, const void *buf,
 			  size_t len, uint64_t tag, mrail_request_t **req)
 {
-	return isend_common(e, dest, NULL, 0, buf, len, tag, req);
+	return isend_common(e, dest, NULL, 0, buf, len, tag, NULL, req);
 }
 
 MRAIL_API int mrail_isendv(mrail_engine_t *e, mrail_peer_t dest,
@@ -248,6 +277,27 @@ MRAIL_API int mrail_isendv(mrail_engine_t *e, mrail_peer_t dest,
 			   mrail_request_t **req)
 {
 	if (!iov && iovcnt == 0)
-		return isend_common(e, dest, NULL, 0, NULL, 0, tag, req);
-	return isend_common(e, dest, iov, iovcnt, NULL, 0, tag, req);
+		return isend_common(e, dest, NULL, 0, NULL, 0, tag, NULL, req);
+	return isend_common(e, dest, iov, iovcnt, NULL, 0, tag, NULL, req);
+}
+
+MRAIL_API int mrail_isend_x(mrail_engine_t *e, mrail_peer_t dest,
+			    const void *buf, size_t len, uint64_t tag,
+			    const struct mrail_req_args *args,
+			    mrail_request_t **req)
+{
+	const struct iovec *iov;
+	int iovcnt;
+	if (request_args_check(args, 1, &iov, &iovcnt, buf, len))
+		return MRAIL_ERR_INVALID;
+	return isend_common(e, dest, iov, iovcnt, buf, len, tag, args, req);
+}
+
+MRAIL_API int mrail_issend(mrail_engine_t *e, mrail_peer_t dest,
+			   const void *buf, size_t len, uint64_t tag,
+			   mrail_request_t **req)
+{
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	a.flags = MRAIL_REQ_SYNC;
+	return mrail_isend_x(e, dest, buf, len, tag, &a, req);
 }

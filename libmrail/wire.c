@@ -15,6 +15,10 @@ _Static_assert(sizeof(struct mrail_wire_rkey) == 32, "rkey record size");
 _Static_assert(sizeof(struct mrail_wire_get_fin) == 32, "get_fin size");
 _Static_assert(sizeof(struct mrail_wire_put_fin) == 32, "put_fin size");
 _Static_assert(MRAIL_WIRE_RKEY_MAX == 48, "keep in sync with the driver ABI");
+_Static_assert(sizeof(struct mrail_wire_eager_sync) == 32,
+	       "eager_sync record size");
+_Static_assert(sizeof(struct mrail_wire_sync_ack) == 16,
+	       "sync_ack record size");
 
 size_t mrail_wire_put_pkt_hdr(void *buf)
 {
@@ -53,6 +57,8 @@ static const size_t fixed_size[] = {
 	[MRAIL_WIRE_HELLO_ACK] = sizeof(struct mrail_wire_hello_ack),
 	[MRAIL_WIRE_BYE] = sizeof(struct mrail_wire_bye),
 	[MRAIL_WIRE_BUSY] = sizeof(struct mrail_wire_busy),
+	[MRAIL_WIRE_EAGER_SYNC] = sizeof(struct mrail_wire_eager_sync),
+	[MRAIL_WIRE_SYNC_ACK] = sizeof(struct mrail_wire_sync_ack),
 	[MRAIL_WIRE_RKEY] = sizeof(struct mrail_wire_rkey),
 	[MRAIL_WIRE_GET_FIN] = sizeof(struct mrail_wire_get_fin),
 	[MRAIL_WIRE_PUT_FIN] = sizeof(struct mrail_wire_put_fin),
@@ -95,7 +101,7 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 	rec->payload = NULL;
 	rec->payload_len = 0;
 	memcpy(&rec->u, p, need);
-	if (rh.type == MRAIL_WIRE_EAGER) {
+	if (rh.type == MRAIL_WIRE_EAGER || rh.type == MRAIL_WIRE_EAGER_SYNC) {
 		if (rh.len > max_eager) {
 			*why = "eager payload longer than the eager limit";
 			return -1;
@@ -268,6 +274,32 @@ size_t mrail_wire_put_put_fin(void *buf, uint64_t recv_id, uint64_t offset,
 	r.recv_id = recv_id;
 	r.offset = offset;
 	r.len = len;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
+}
+
+size_t mrail_wire_put_eager_sync(void *buf, uint64_t seq, uint64_t tag,
+				 uint64_t send_id, size_t len)
+{
+	struct mrail_wire_eager_sync r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_EAGER_SYNC, (uint32_t)len);
+	r.seq = seq;
+	r.tag = tag;
+	r.send_id = send_id;
+	memcpy(buf, &r, sizeof r);
+	size_t pad = mrail_wire_pad8(len) - len;
+	if (pad)
+		memset((char *)buf + sizeof r + len, 0, pad);
+	return mrail_wire_eager_sync_size(len);
+}
+
+size_t mrail_wire_put_sync_ack(void *buf, uint64_t send_id)
+{
+	struct mrail_wire_sync_ack r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_SYNC_ACK, 0);
+	r.send_id = send_id;
 	memcpy(buf, &r, sizeof r);
 	return sizeof r;
 }

@@ -28,6 +28,8 @@ enum mrail_wire_type {
 	MRAIL_WIRE_HELLO_ACK = 6, /* acceptor's answer to HELLO */
 	MRAIL_WIRE_BYE = 7,       /* the sender's engine is closing */
 	MRAIL_WIRE_BUSY = 8,      /* sender's per-rail busy time (v2) */
+	MRAIL_WIRE_EAGER_SYNC = 9, /* EAGER of a synchronous send (v3) */
+	MRAIL_WIRE_SYNC_ACK = 10, /* receiver matched an EAGER_SYNC */
 	/* One-sided rendezvous (v3; types 16.. are RMA records). */
 	MRAIL_WIRE_RKEY = 16,     /* a registered buffer peers may reach */
 	MRAIL_WIRE_GET_FIN = 17,  /* receiver read payload by RDMA */
@@ -63,6 +65,21 @@ struct mrail_wire_eager {
 	uint64_t seq; /* per-gate message sequence number */
 	uint64_t tag;
 	/* payload, padded to 8 bytes */
+};
+
+/* Only sent for synchronous sends, so peers that predate it are only
+ * affected by applications that use them (docs/wire.md). */
+struct mrail_wire_eager_sync {
+	struct mrail_wire_rec_hdr h;
+	uint64_t seq;
+	uint64_t tag;
+	uint64_t send_id; /* echoed in SYNC_ACK once a receive matched */
+	/* payload, padded to 8 bytes */
+};
+
+struct mrail_wire_sync_ack {
+	struct mrail_wire_rec_hdr h;
+	uint64_t send_id;
 };
 
 struct mrail_wire_rts {
@@ -149,6 +166,8 @@ struct mrail_wire_rec {
 		struct mrail_wire_data data;
 		struct mrail_wire_hello hello;
 		struct mrail_wire_hello_ack ack;
+		struct mrail_wire_eager_sync eager_sync;
+		struct mrail_wire_sync_ack sync_ack;
 		struct mrail_wire_rkey rkey;
 		struct mrail_wire_get_fin get_fin;
 		struct mrail_wire_put_fin put_fin;
@@ -191,6 +210,14 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 /* Record constructors: write at buf, return bytes written. */
 size_t mrail_wire_put_eager(void *buf, uint64_t seq, uint64_t tag,
 			    size_t len); /* payload written by the caller */
+/* EAGER_SYNC: mrail_wire_eager_sync_size(len) bytes, payload by caller. */
+size_t mrail_wire_put_eager_sync(void *buf, uint64_t seq, uint64_t tag,
+				 uint64_t send_id, size_t len);
+static inline size_t mrail_wire_eager_sync_size(size_t len)
+{
+	return sizeof(struct mrail_wire_eager_sync) + mrail_wire_pad8(len);
+}
+size_t mrail_wire_put_sync_ack(void *buf, uint64_t send_id);
 size_t mrail_wire_put_rts(void *buf, uint64_t seq, uint64_t tag,
 			  uint64_t msg_len, uint64_t send_id);
 size_t mrail_wire_put_rtr(void *buf, uint64_t send_id, uint64_t recv_id,

@@ -61,6 +61,37 @@ static void roundtrip(void)
 	n = mrail_wire_put_pkt_hdr(pkt);
 	n += mrail_wire_put_busy(pkt + n, us, 0);
 	CHECK(parse_all(pkt, n, &why) == 1);
+
+	/* Synchronous sends: EAGER_SYNC (payload like EAGER) and SYNC_ACK. */
+	n = mrail_wire_put_pkt_hdr(pkt);
+	n += mrail_wire_put_eager_sync(pkt + n, 9, 10, 11, 5);
+	memcpy(pkt + n - 8, "hello", 5);
+	n += mrail_wire_put_sync_ack(pkt + n, 12);
+	CHECK(n == 8 + 40 + 16);
+	CHECK(parse_all(pkt, n, &why) == 2);
+	off = mrail_wire_check_pkt_hdr(pkt, n, &why);
+	CHECK(mrail_wire_next(pkt, n, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.type == MRAIL_WIRE_EAGER_SYNC && rec.u.eager_sync.seq == 9 &&
+	      rec.u.eager_sync.tag == 10 && rec.u.eager_sync.send_id == 11 &&
+	      rec.payload_len == 5 && !memcmp(rec.payload, "hello", 5));
+	CHECK(mrail_wire_next(pkt, n, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.type == MRAIL_WIRE_SYNC_ACK && rec.u.sync_ack.send_id == 12);
+}
+
+static void expect_reject(const uint8_t *p, size_t len, const char *reason);
+
+/* EAGER_SYNC is bounded like EAGER; SYNC_ACK is fixed-size. */
+static void sync_rejects(void)
+{
+	size_t n = mrail_wire_put_pkt_hdr(pkt);
+	size_t m = n + mrail_wire_put_eager_sync(pkt + n, 0, 0, 1, 16);
+	uint32_t lie = 17;
+	memcpy(pkt + n + 4, &lie, 4);
+	expect_reject(pkt, m, "runs past the packet");
+	m = n + mrail_wire_put_sync_ack(pkt + n, 1);
+	expect_reject(pkt, m - 1, "truncated record");
+	pkt[n + 4] = 1;
+	expect_reject(pkt, m, "non-zero length");
 }
 
 static void expect_reject(const uint8_t *p, size_t len, const char *reason)
@@ -136,6 +167,7 @@ int main(void)
 {
 	roundtrip();
 	rejections();
+	sync_rejects();
 	garbage();
 	puts("test_wire: ok");
 	return 0;

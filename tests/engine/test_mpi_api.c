@@ -1,0 +1,657 @@
+/*
+ * The MPI-facing API under mrail-run (-n 2 and -n 3): iprobe, improbe +
+ * imrecv (eager, rendezvous, self, truncation, iovec), a race between a
+ * matched probe in one thread and any-source receives in another, callbacks
+ * (thread, never inside a post, posting from a callback, KEEP,
+ * set_callback), caller storage, synchronous sends (checked with an explicit
+ * handshake) and cancel racing with matching.
+ */
+#include "harness.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { EAGER = 1000, RDV = 200 << 10 };
+
+static mrail_engine_t *E;
+static uint32_t me, np;
+
+static void send_wait(uint32_t to, const void *buf, size_t len, uint64_t tag)
+{
+	mrail_request_t *r;
+	mrail_status_t st;
+	CHECK_RC(mrail_isend(E, to, buf, len, tag, &r));
+	CHECK_RC(mrail_wait(E, r, &st));
+	CHECK_RC(st.error);
+}
+
+static void recv_wait(uint32_t from, void *buf, size_t len, uint64_t tag)
+{
+	mrail_request_t *r;
+	mrail_status_t st;
+	CHECK_RC(mrail_irecv(E, from, buf, len, tag, MRAIL_TAG_MASK_ALL, &r));
+	CHECK_RC(mrail_wait(E, r, &st));
+	CHECK_RC(st.error);
+}
+
+/* Progress until a matching message is unexpected here. */
+static mrail_status_t probe_until(mrail_peer_t src, uint64_t tag)
+{
+	mrail_status_t st;
+	int flag = 0;
+	while (!flag)
+		CHECK_RC(mrail_iprobe(E, src, tag, MRAIL_TAG_MASK_ALL, &flag, &st));
+	return st;
+}
+
+static mrail_message_t *mprobe_until(mrail_peer_t src, uint64_t tag,
+				     mrail_status_t *st)
+{
+	mrail_message_t *m = NULL;
+	int flag = 0;
+	while (!flag)
+		CHECK_RC(mrail_improbe(E, src, tag, MRAIL_TAG_MASK_ALL, &flag,
+				       &m, st));
+	CHECK(m != NULL);
+	return m;
+}
+
+/* ---- iprobe ----------------------------------------------------------- */
+static void test_iprobe(uint8_t *a, uint8_t *b)
+{
+	if (me != 0) {
+		pattern_fill(a, EAGER, 100 + me);
+		pattern_fill(b, RDV, 200 + me);
+		if (me == 1) {
+			send_wait(0, a, EAGER, 100);
+			send_wait(0, b, RDV, 101);
+		} else {
+			send_wait(0, a, EAGER, 102);
+		}
+		return;
+	}
+	mrail_status_t st = probe_until(1, 100);
+	CHECK_EQ(st.source, 1);
+	CHECK_EQ(st.tag, 100);
+	CHECK_EQ(st.length, EAGER);
+	CHECK_RC(st.error);
+	st = probe_until(1, 101);
+	CHECK_EQ(st.length, RDV);
+	/* Probing does not take it: a mask-0 probe still finds the first. */
+	int flag = 0;
+	CHECK_RC(mrail_iprobe(E, MRAIL_ANY_PEER, 0, 0, &flag, &st));
+	CHECK(flag == 1);
+	CHECK(st.tag == 100 || st.tag == 102);
+	CHECK_RC(mrail_iprobe(E, 1, 999, MRAIL_TAG_MASK_ALL, &flag, &st));
+	CHECK(flag == 0);
+	if (np > 2) {
+		st = probe_until(MRAIL_ANY_PEER, 102);
+		CHECK_EQ(st.source, 2);
+		recv_wait(2, a, EAGER, 102);
+		CHECK_EQ(pattern_check(a, EAGER, 102), EAGER);
+	}
+	recv_wait(1, a, EAGER, 100);
+	CHECK_EQ(pattern_check(a, EAGER, 101), EAGER);
+	recv_wait(1, b, RDV, 101);
+	CHECK_EQ(pattern_check(b, RDV, 201), RDV);
+	CHECK_EQ(mrail_iprobe(E, 77, 0, 0, &flag, NULL), MRAIL_ERR_NOT_FOUND);
+}
+
+/* ---- improbe / imrecv ------------------------------------------------- */
+static void imrecv_check(mrail_message_t *m, void *buf, size_t cap,
+			 size_t want_len, int want_err, uint64_t id)
+{
+	mrail_request_t *r;
+	mrail_status_t st;
+	CHECK_RC(mrail_imrecv(E, buf, cap, m, &r));
+	CHECK_RC(mrail_wait(E, r, &st));
+	CHECK_EQ(st.error, want_err);
+	CHECK_EQ(st.length, want_len);
+	CHECK_EQ(pattern_check(buf, want_len, id), want_len);
+}
+
+static void test_improbe(uint8_t *a, uint8_t *b)
+{
+	mrail_status_t st;
+	mrail_request_t *r, *other;
+	uint8_t go = 1;
+	int flag;
+
+	if (me == 1) {
+		pattern_fill(a, EAGER, 300);
+		pattern_fill(b, RDV, 301);
+		mrail_request_t *s4[4];
+		CHECK_RC(mrail_isend(E, 0, a, EAGER, 200, &s4[0]));
+		CHECK_RC(mrail_isend(E, 0, b, RDV, 201, &s4[1]));
+		CHECK_RC(mrail_isend(E, 0, a, EAGER, 202, &s4[2])); /* truncated */
+		CHECK_RC(mrail_isend(E, 0, b, RDV, 203, &s4[3]));   /* truncated */
+		CHECK_RC(mrail_wait_all(E, 4, s4, NULL));
+		recv_wait(0, &go, 1, 210);
+		pattern_fill(a, EAGER, 302);
+		send_wait(0, a, EAGER, 200);  /* for the receive posted */
+		return;
+	}
+	if (me != 0)
+		return;
+	/* Eager: once taken, no receive and no probe can see it. */
+	mrail_message_t *m = mprobe_until(1, 200, &st);
+	CHECK_EQ(st.length, EAGER);
+	CHECK_RC(mrail_irecv(E, 1, a + EAGER, EAGER, 200, MRAIL_TAG_MASK_ALL,
+			     &other));
+	probe_until(1, 203); /* everything has arrived */
+	CHECK_RC(mrail_iprobe(E, 1, 200, MRAIL_TAG_MASK_ALL, &flag, NULL));
+	CHECK(flag == 0);
+	CHECK_EQ(mrail_test(E, other, &st), MRAIL_ERR_AGAIN);
+	imrecv_check(m, a, EAGER, EAGER, MRAIL_OK, 300);
+	/* A bad handle, or one already received, is refused. */
+	CHECK_EQ(mrail_imrecv(E, a, EAGER, m, &r), MRAIL_ERR_INVALID);
+	/* Rendezvous, into an iovec of three pieces. */
+	m = mprobe_until(1, 201, &st);
+	CHECK_EQ(st.length, RDV);
+	struct iovec iov[3] = {{b, 1000}, {b + 1000, 50000},
+			       {b + 51000, RDV - 51000}};
+	CHECK_RC(mrail_imrecvv(E, iov, 3, m, &r));
+	CHECK_RC(mrail_wait(E, r, &st));
+	CHECK_RC(st.error);
+	CHECK_EQ(pattern_check(b, RDV, 301), RDV);
+	/* Truncation, eager and rendezvous. */
+	m = mprobe_until(1, 202, &st);
+	imrecv_check(m, a, 100, 100, MRAIL_ERR_TRUNCATE, 300);
+	m = mprobe_until(1, 203, &st);
+	memset(b, 0, RDV);
+	imrecv_check(m, b, 70000, 70000, MRAIL_ERR_TRUNCATE, 301);
+	CHECK(b[70000] == 0);
+	/* The posted receive gets the next message, not the probed one. */
+	send_wait(1, &go, 1, 210);
+	CHECK_RC(mrail_wait(E, other, &st));
+	CHECK_EQ(pattern_check(a + EAGER, EAGER, 302), EAGER);
+
+	/* Messages to self, eager and large. */
+	mrail_request_t *s[2];
+	pattern_fill(a, EAGER, 310);
+	pattern_fill(b, RDV, 311);
+	CHECK_RC(mrail_isend(E, me, a, EAGER, 220, &s[0]));
+	CHECK_RC(mrail_isend(E, me, b, RDV, 221, &s[1]));
+	uint8_t *c = malloc(RDV);
+	CHECK(c);
+	m = mprobe_until(me, 221, &st);
+	CHECK_EQ(st.length, RDV);
+	CHECK_EQ(st.source, me);
+	imrecv_check(m, c, RDV, RDV, MRAIL_OK, 311);
+	m = mprobe_until(MRAIL_ANY_PEER, 220, &st);
+	imrecv_check(m, c, EAGER, EAGER, MRAIL_OK, 310);
+	CHECK_RC(mrail_wait_all(E, 2, s, NULL));
+	free(c);
+}
+
+/* ---- race: improbe in one thread, any-source irecv in another --------- */
+enum { RACE_N = 150, RACE_TAG = 300 };
+static atomic_int race_total, race_by_probe, race_by_recv;
+static int race_expected;
+static unsigned char race_seen[3][RACE_N];
+static pthread_mutex_t race_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t race_len(int i)
+{
+	return i % 3 == 2 ? 40000 : 64; /* some rendezvous too */
+}
+
+static void race_record(const uint8_t *buf, const mrail_status_t *st)
+{
+	uint32_t src = buf[0], idx = buf[1] | (uint32_t)buf[2] << 8;
+	CHECK_RC(st->error);
+	CHECK(src == st->source && src >= 1 && src < 3 && idx < RACE_N);
+	CHECK_EQ(st->length, race_len((int)idx));
+	CHECK(buf[st->length - 1] == (uint8_t)(idx * 7));
+	pthread_mutex_lock(&race_lock);
+	race_seen[src][idx]++;
+	pthread_mutex_unlock(&race_lock);
+	atomic_fetch_add(&race_total, 1);
+}
+
+static void *race_prober(void *arg)
+{
+	uint8_t *buf = malloc(40000);
+	(void)arg;
+	CHECK(buf);
+	while (atomic_load(&race_total) < race_expected) {
+		mrail_message_t *m;
+		mrail_status_t st;
+		mrail_request_t *r;
+		int flag;
+		CHECK_RC(mrail_improbe(E, MRAIL_ANY_PEER, RACE_TAG,
+				       MRAIL_TAG_MASK_ALL, &flag, &m, &st));
+		if (!flag)
+			continue;
+		CHECK_RC(mrail_imrecv(E, buf, 40000, m, &r));
+		CHECK_RC(mrail_wait(E, r, &st));
+		race_record(buf, &st);
+		atomic_fetch_add(&race_by_probe, 1);
+	}
+	free(buf);
+	return NULL;
+}
+
+static void *race_receiver(void *arg)
+{
+	uint8_t *buf = malloc(40000);
+	(void)arg;
+	CHECK(buf);
+	for (;;) {
+		mrail_request_t *r;
+		mrail_status_t st;
+		CHECK_RC(mrail_irecv(E, MRAIL_ANY_PEER, buf, 40000, RACE_TAG,
+				     MRAIL_TAG_MASK_ALL, &r));
+		int rc;
+		while ((rc = mrail_test(E, r, &st)) == MRAIL_ERR_AGAIN &&
+		       atomic_load(&race_total) < race_expected)
+			;
+		if (rc == MRAIL_ERR_AGAIN) {
+			/* All were received: nothing may match it now. */
+			CHECK_RC(mrail_cancel(E, r));
+			CHECK_RC(mrail_wait(E, r, &st));
+			CHECK_EQ(st.error, MRAIL_ERR_CANCELED);
+			break;
+		}
+		race_record(buf, &st);
+		atomic_fetch_add(&race_by_recv, 1);
+	}
+	free(buf);
+	return NULL;
+}
+
+static void test_race(void)
+{
+	uint32_t senders = np < 3 ? np - 1 : 2;
+	if (me >= 1 && me <= senders) {
+		uint8_t *buf = calloc(1, 40000);
+		mrail_request_t *r[RACE_N];
+		CHECK(buf);
+		/* One buffer per message: they are all in flight at once. */
+		uint8_t *bufs = malloc((size_t)RACE_N * 40000);
+		CHECK(bufs);
+		for (int i = 0; i < RACE_N; i++) {
+			uint8_t *p = bufs + (size_t)i * 40000;
+			p[0] = (uint8_t)me;
+			p[1] = (uint8_t)i;
+			p[2] = (uint8_t)(i >> 8);
+			p[race_len(i) - 1] = (uint8_t)(i * 7);
+			CHECK_RC(mrail_isend(E, 0, p, race_len(i), RACE_TAG,
+					     &r[i]));
+		}
+		CHECK_RC(mrail_wait_all(E, RACE_N, r, NULL));
+		free(bufs);
+		free(buf);
+		return;
+	}
+	if (me != 0)
+		return;
+	race_expected = (int)senders * RACE_N;
+	pthread_t t[2];
+	CHECK(pthread_create(&t[0], NULL, race_prober, NULL) == 0);
+	CHECK(pthread_create(&t[1], NULL, race_receiver, NULL) == 0);
+	pthread_join(t[0], NULL);
+	pthread_join(t[1], NULL);
+	for (uint32_t s = 1; s <= senders; s++)
+		for (int i = 0; i < RACE_N; i++)
+			CHECK_EQ(race_seen[s][i], 1);
+	printf("race: %d messages, %d by improbe, %d by irecv, each once\n",
+	       race_expected, atomic_load(&race_by_probe),
+	       atomic_load(&race_by_recv));
+}
+
+/* ---- callbacks ---------------------------------------------------------- */
+struct cb_state {
+	int calls;
+	mrail_status_t st;
+	pthread_t thread;
+	mrail_request_t *req;
+};
+
+static void cb_note(mrail_request_t *req, const mrail_status_t *st, void *ctx)
+{
+	struct cb_state *s = ctx;
+	s->calls++;
+	s->st = *st;
+	s->thread = pthread_self();
+	s->req = req;
+}
+
+/* Ping-pong driven only by callbacks: each receive's callback posts the
+ * reply and the next receive. */
+enum { PP_ROUNDS = 20 };
+static int pp_round, pp_sends;
+static uint64_t pp_buf[2];
+
+static void pp_sent(mrail_request_t *req, const mrail_status_t *st, void *ctx)
+{
+	(void)req;
+	(void)ctx;
+	CHECK_RC(st->error);
+	pp_sends++;
+}
+
+static void pp_recv(mrail_request_t *req, const mrail_status_t *st, void *ctx)
+{
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	mrail_request_t *r;
+	(void)req;
+	(void)ctx;
+	CHECK_RC(st->error);
+	CHECK_EQ(pp_buf[0], (uint64_t)pp_round);
+	pp_round++;
+	pp_buf[1] = (uint64_t)pp_round;
+	a.cb = pp_sent;
+	CHECK_RC(mrail_isend_x(E, 1, &pp_buf[1], 8, 410, &a, &r));
+	if (pp_round < PP_ROUNDS) {
+		a.cb = pp_recv;
+		CHECK_RC(mrail_irecv_x(E, 1, &pp_buf[0], 8, 411,
+				       MRAIL_TAG_MASK_ALL, &a, &r));
+	}
+}
+
+static void test_callbacks(uint8_t *a)
+{
+	struct mrail_req_args args = MRAIL_REQ_ARGS_INIT;
+	struct cb_state s = {0};
+	mrail_request_t *r;
+	mrail_status_t st;
+
+	if (me == 1) {
+		uint64_t v;
+		for (int i = 0; i < PP_ROUNDS; i++) {
+			v = (uint64_t)i;
+			send_wait(0, &v, 8, 411);
+			recv_wait(0, &v, 8, 410);
+			CHECK_EQ(v, (uint64_t)i + 1);
+		}
+		pattern_fill(a, EAGER, 400);
+		send_wait(0, a, EAGER, 400);
+		return;
+	}
+	if (me != 0)
+		return;
+	/* A send to self completes inside isend: its callback must not. */
+	args.cb = cb_note;
+	args.cb_ctx = &s;
+	CHECK_RC(mrail_isend_x(E, me, a, 16, 401, &args, &r));
+	CHECK_EQ(s.calls, 0);
+	CHECK_RC(mrail_irecv_x(E, me, a + 16, 16, 401, MRAIL_TAG_MASK_ALL,
+			       &args, &r));
+	CHECK_EQ(s.calls, 0);
+	while (s.calls < 2)
+		CHECK(mrail_progress(E) >= 0);
+	CHECK(pthread_equal(s.thread, pthread_self()));
+	CHECK_RC(s.st.error);
+	CHECK_EQ(s.st.length, 16);
+
+	/* Posting from callbacks. */
+	struct mrail_req_args pa = MRAIL_REQ_ARGS_INIT;
+	pa.cb = pp_recv;
+	CHECK_RC(mrail_irecv_x(E, 1, &pp_buf[0], 8, 411, MRAIL_TAG_MASK_ALL,
+			       &pa, &r));
+	while (pp_round < PP_ROUNDS || pp_sends < PP_ROUNDS)
+		CHECK(mrail_progress(E) >= 0);
+
+	/* KEEP: the status stays for test/wait after the callback. */
+	memset(&s, 0, sizeof s);
+	args.flags = MRAIL_REQ_KEEP;
+	CHECK_RC(mrail_irecv_x(E, 1, a, EAGER, 400, MRAIL_TAG_MASK_ALL, &args,
+			       &r));
+	CHECK_RC(mrail_wait(E, r, &st));
+	CHECK_EQ(s.calls, 1); /* wait reports it after its callback */
+	CHECK(s.req == r);
+	CHECK_RC(st.error);
+	CHECK_EQ(st.length, EAGER);
+	CHECK_EQ(pattern_check(a, EAGER, 400), EAGER);
+
+	/* set_callback on a request already complete; only once. */
+	memset(&s, 0, sizeof s);
+	CHECK_RC(mrail_isend(E, me, a, 8, 402, &r));
+	CHECK_RC(mrail_request_set_callback(r, cb_note, &s));
+	CHECK_EQ(mrail_request_set_callback(r, cb_note, &s), MRAIL_ERR_INVALID);
+	CHECK_EQ(s.calls, 0);
+	while (s.calls < 1)
+		mrail_progress(E);
+	recv_wait(me, a, 8, 402);
+	/* Bad args. */
+	struct mrail_req_args bad = MRAIL_REQ_ARGS_INIT;
+	bad.version = 99;
+	CHECK_EQ(mrail_isend_x(E, me, a, 8, 1, &bad, &r), MRAIL_ERR_INVALID);
+	bad = (struct mrail_req_args)MRAIL_REQ_ARGS_INIT;
+	bad.flags = MRAIL_REQ_SYNC;
+	CHECK_EQ(mrail_irecv_x(E, me, a, 8, 1, 0, &bad, &r), MRAIL_ERR_INVALID);
+}
+
+/* ---- caller storage ----------------------------------------------------- */
+enum { STORE_N = 32, STORE_ROUNDS = 10 };
+static _Alignas(max_align_t) unsigned char storage[STORE_N][1024];
+
+static void test_storage(void)
+{
+	mrail_request_t *r[STORE_N];
+	mrail_status_t st[STORE_N];
+	uint64_t v[STORE_N];
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+
+	CHECK(mrail_request_size() <= sizeof storage[0]);
+	if (me > 1)
+		return;
+	uint32_t other = 1 - me;
+	/* Static memory: the engine must never free() it, and may reuse it
+	 * at once after test/wait. */
+	for (int round = 0; round < STORE_ROUNDS; round++) {
+		for (int i = 0; i < STORE_N; i++) {
+			a.storage = storage[i];
+			if (me == 0) {
+				CHECK_RC(mrail_irecv_x(E, other, &v[i], 8, 500,
+						       MRAIL_TAG_MASK_ALL, &a,
+						       &r[i]));
+			} else {
+				v[i] = (uint64_t)(round * STORE_N + i);
+				CHECK_RC(mrail_isend_x(E, other, &v[i], 8, 500,
+						       &a, &r[i]));
+			}
+			CHECK((void *)r[i] == (void *)storage[i]);
+		}
+		CHECK_RC(mrail_wait_all(E, STORE_N, r, st));
+		for (int i = 0; i < STORE_N && me == 0; i++)
+			CHECK_EQ(v[i], (uint64_t)(round * STORE_N + i));
+	}
+	/* Misaligned storage is refused. */
+	a.storage = storage[0] + 1;
+	CHECK_EQ(mrail_isend_x(E, other, v, 8, 500, &a, &r[0]),
+		 MRAIL_ERR_INVALID);
+}
+
+/* ---- synchronous sends ------------------------------------------------- */
+/*
+ * Rank 0 issends; rank 1 proves it holds the message unmatched (probe),
+ * says so; rank 0 then sees its send still pending (the only way it could
+ * complete is an ack that rank 1 has not sent); then rank 1 receives it.
+ */
+static void test_ssend_one(uint8_t *buf, size_t len, uint64_t tag)
+{
+	uint8_t token = 0;
+	mrail_request_t *r;
+	mrail_status_t st;
+	if (me == 0) {
+		pattern_fill(buf, len, tag);
+		CHECK_RC(mrail_issend(E, 1, buf, len, tag, &r));
+		send_wait(1, &token, 1, tag + 1);     /* after it, in order */
+		recv_wait(1, &token, 1, tag + 2);     /* "I hold it unmatched" */
+		for (int i = 0; i < 50; i++)
+			CHECK_EQ(mrail_test(E, r, &st), MRAIL_ERR_AGAIN);
+		send_wait(1, &token, 1, tag + 3);     /* "receive it now" */
+		CHECK_RC(mrail_wait(E, r, &st));
+		CHECK_RC(st.error);
+		CHECK_EQ(st.length, len);
+	} else if (me == 1) {
+		recv_wait(0, &token, 1, tag + 1);
+		int flag;
+		CHECK_RC(mrail_iprobe(E, 0, tag, MRAIL_TAG_MASK_ALL, &flag, &st));
+		CHECK(flag == 1);
+		CHECK_EQ(st.length, len);
+		send_wait(0, &token, 1, tag + 2);
+		recv_wait(0, &token, 1, tag + 3);
+		memset(buf, 0, len);
+		recv_wait(0, buf, len, tag);
+		CHECK_EQ(pattern_check(buf, len, tag), len);
+	}
+}
+
+static void test_ssend(uint8_t *buf)
+{
+	test_ssend_one(buf, 64, 600);
+	test_ssend_one(buf, RDV, 610);
+	test_ssend_one(buf, 0, 620);
+	/* Matched by a posted receive on arrival (fast path) and by imrecv. */
+	if (me == 0) {
+		mrail_request_t *r;
+		mrail_status_t st;
+		CHECK_RC(mrail_issend(E, 1, buf, 64, 630, &r));
+		CHECK_RC(mrail_wait(E, r, &st));
+		CHECK_RC(mrail_issend(E, 1, buf, 64, 631, &r));
+		CHECK_RC(mrail_wait(E, r, &st));
+		/* To self: pending until the receive is posted. */
+		CHECK_RC(mrail_issend(E, me, buf, 64, 632, &r));
+		for (int i = 0; i < 10; i++)
+			CHECK_EQ(mrail_test(E, r, &st), MRAIL_ERR_AGAIN);
+		recv_wait(me, buf + 64, 64, 632);
+		CHECK_RC(mrail_wait(E, r, &st));
+		CHECK_EQ(st.length, 64);
+	} else if (me == 1) {
+		mrail_status_t st;
+		recv_wait(0, buf, 64, 630);
+		mrail_message_t *m = mprobe_until(0, 631, &st);
+		mrail_request_t *r;
+		CHECK_RC(mrail_imrecv(E, buf, 64, m, &r));
+		CHECK_RC(mrail_wait(E, r, &st));
+	}
+}
+
+/* ---- cancel racing with matching -------------------------------------- */
+static uint64_t rx_msgs_from(uint32_t peer)
+{
+	uint64_t n = 0;
+	for (int i = 0; i < mrail_rail_count(E, peer); i++) {
+		struct mrail_rail_stats st;
+		CHECK_RC(mrail_rail_stats(E, peer, i, &st));
+		n += st.rx_msgs;
+	}
+	return n;
+}
+
+enum { CANCEL_N = 60 };
+static void test_cancel(void)
+{
+	uint64_t v = 0, go = 0;
+	mrail_request_t *r;
+	mrail_status_t st;
+	int canceled = 0, busy = 0;
+	if (me == 1) {
+		for (int i = 0; i < CANCEL_N; i++) {
+			recv_wait(0, &go, 8, 701);
+			v = (uint64_t)i;
+			send_wait(0, &v, 8, 700);
+		}
+		return;
+	}
+	if (me != 0)
+		return;
+	struct cb_state s;
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	a.cb = cb_note;
+	a.cb_ctx = &s;
+	uint64_t seed = 42;
+	for (int i = 0; i < CANCEL_N; i++) {
+		int with_cb = i & 1;
+		memset(&s, 0, sizeof s);
+		v = UINT64_MAX;
+		if (with_cb)
+			CHECK_RC(mrail_irecv_x(E, 1, &v, 8, 700,
+					       MRAIL_TAG_MASK_ALL, &a, &r));
+		else
+			CHECK_RC(mrail_irecv(E, 1, &v, 8, 700,
+					     MRAIL_TAG_MASK_ALL, &r));
+		uint64_t before = rx_msgs_from(1);
+		send_wait(1, &go, 8, 701);
+		if (i % 3 == 2) {
+			/* Wait until it arrived: then it is matched, and
+			 * cancel must say so. */
+			while (rx_msgs_from(1) == before)
+				mrail_progress(E);
+			int rc = with_cb && s.calls ? MRAIL_ERR_BUSY
+						    : mrail_cancel(E, r);
+			CHECK_EQ(rc, MRAIL_ERR_BUSY);
+		}
+		/* A random while (the mix of outcomes, not their
+		 * correctness, depends on it). */
+		struct timespec t0, t1;
+		long spin_ns = (long)(rnd_next(&seed) % 400000);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			mrail_progress(E); /* callbacks may run here */
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		} while ((t1.tv_sec - t0.tv_sec) * 1000000000L +
+			 (t1.tv_nsec - t0.tv_nsec) < spin_ns);
+		int rc = with_cb && s.calls ? MRAIL_ERR_BUSY : mrail_cancel(E, r);
+		CHECK(rc == MRAIL_OK || rc == MRAIL_ERR_BUSY);
+		if (with_cb) {
+			while (!s.calls)
+				mrail_progress(E);
+			st = s.st;
+		} else {
+			CHECK_RC(mrail_wait(E, r, &st));
+		}
+		if (rc == MRAIL_OK) {
+			canceled++;
+			CHECK_EQ(st.error, MRAIL_ERR_CANCELED);
+			CHECK_EQ(v, UINT64_MAX); /* nothing written */
+			recv_wait(1, &v, 8, 700); /* the message is still there */
+		} else {
+			busy++;
+			CHECK_RC(st.error);
+		}
+		CHECK_EQ(v, (uint64_t)i);
+	}
+	/* A send cannot be canceled. */
+	CHECK_RC(mrail_isend(E, me, &v, 8, 702, &r));
+	CHECK_EQ(mrail_cancel(E, r), MRAIL_ERR_INVALID);
+	recv_wait(me, &go, 8, 702);
+	CHECK_RC(mrail_wait(E, r, &st));
+	printf("cancel: %d canceled, %d already matched\n", canceled, busy);
+}
+
+int main(void)
+{
+	E = test_engine();
+	me = mrail_rank(E);
+	np = mrail_size(E);
+	CHECK(np >= 2);
+	uint8_t *a = malloc(2 * EAGER), *b = malloc(RDV);
+	CHECK(a && b);
+	test_barrier(E);
+	test_iprobe(a, b);
+	test_barrier(E);
+	test_improbe(a, b);
+	test_barrier(E);
+	test_race();
+	test_barrier(E);
+	test_callbacks(a);
+	test_barrier(E);
+	test_storage();
+	test_barrier(E);
+	test_ssend(b);
+	test_barrier(E);
+	test_cancel();
+	test_barrier(E);
+	free(a);
+	free(b);
+	CHECK_RC(mrail_engine_destroy(E));
+	if (me == 0)
+		printf("test_mpi_api: %u processes OK\n", np);
+	return 0;
+}
