@@ -10,6 +10,7 @@
 
 int engine_progress(struct mrail_engine *e)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	int events = e->drv_ops->progress(e->drv);
 	if (!mrail_list_empty(&e->sched_gates))
 		schedule_pending(e);
@@ -41,6 +42,7 @@ static void *progress_main(void *arg)
 	struct mrail_engine *e = arg;
 	struct pollfd p[2] = {{e->drv_ops->wait_fd(e->drv), POLLIN, 0},
 			      {e->wake_fd, POLLIN, 0}};
+	threads_progress_thread(e);
 	for (;;) {
 		engine_lock(e);
 		int stop = e->progress_thread_stop;

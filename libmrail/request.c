@@ -40,6 +40,7 @@ struct mrail_request *request_new(struct mrail_engine *e, int kind,
 void request_complete(struct mrail_engine *e, struct mrail_request *r,
 		      int error)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	if (r->phase == REQ_DONE)
 		return;
 	mrail_list_remove(&r->link);
@@ -66,6 +67,7 @@ void request_free(struct mrail_engine *e, struct mrail_request *r)
  */
 uint64_t handle_assign(struct mrail_engine *e, struct mrail_request *r)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	uint32_t i;
 	for (i = e->handles_free_hint; i < e->handles_cap; i++)
 		if (!e->handles[i].req)
@@ -206,7 +208,7 @@ MRAIL_API int mrail_wait_all(mrail_engine_t *e, size_t n, mrail_request_t **reqs
 	while (left > 0) {
 		engine_lock(e);
 		int events = engine_progress(e);
-		engine_unlock(e);
+		/* Under the lock: a progress thread may be completing them. */
 		for (size_t i = 0; i < n; i++) {
 			struct mrail_request *r = reqs[i];
 			if (!r || r->phase != REQ_DONE)
@@ -217,6 +219,7 @@ MRAIL_API int mrail_wait_all(mrail_engine_t *e, size_t n, mrail_request_t **reqs
 			reqs[i] = NULL;
 			left--;
 		}
+		engine_unlock(e);
 		if (left)
 			backoff_step(e, &b, events);
 	}
@@ -238,16 +241,18 @@ MRAIL_API int mrail_wait_any(mrail_engine_t *e, size_t n, mrail_request_t **reqs
 	for (;;) {
 		engine_lock(e);
 		int events = engine_progress(e);
-		engine_unlock(e);
+		/* Under the lock: a progress thread may be completing them. */
 		for (size_t i = 0; i < n; i++) {
 			struct mrail_request *r = reqs[i];
 			if (r && r->phase == REQ_DONE) {
 				finish(e, r, st);
 				reqs[i] = NULL;
 				*index = i;
+				engine_unlock(e);
 				return MRAIL_OK;
 			}
 		}
+		engine_unlock(e);
 		backoff_step(e, &b, events);
 	}
 }
