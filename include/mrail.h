@@ -24,15 +24,25 @@
  * MRAIL_ERR_TRUNCATE; bytes beyond the buffer are never written.
  * Messages may be 0 bytes up to SIZE_MAX bytes (at least 4 GiB - 1 is tested).
  *
- * Threads
+ * Threads (docs/threads.md)
  * -------
- * Every function of an engine may be called from any thread, also
- * concurrently: calls are serialized by one lock per engine (thread-safe, not
- * concurrent). With MRAIL_PROGRESS_THREAD=1 (or cfg.progress_thread) a
- * background thread makes progress, so messages move while the application
- * computes without calling into the library. Different engines are
- * independent. mrail_engine_destroy() must not race with other calls on the
- * same engine.
+ * The thread level is chosen at creation (cfg.thread_level or
+ * MRAIL_THREAD_LEVEL) and read back with mrail_thread_level():
+ *   MRAIL_THREAD_MULTIPLE (default): every function of an engine may be
+ *     called from any thread, also concurrently: calls are serialized by
+ *     one lock per engine (thread-safe, not concurrent).
+ *   MRAIL_THREAD_SERIALIZED: several threads may call, never two at once;
+ *     the application orders the calls (its own lock, a barrier...).
+ *   MRAIL_THREAD_SINGLE: only the thread that created the engine calls it;
+ *     no progress thread (creation fails with MRAIL_ERR_CONFIG if one is
+ *     asked for).
+ * Debug builds abort with a message naming the rule when a call breaks the
+ * level. With MRAIL_PROGRESS_THREAD=1 (or cfg.progress_thread; thread levels
+ * serialized and multiple) a background thread makes progress, so messages
+ * move while the application computes without calling into the library;
+ * it does not count as an application thread. Different engines are
+ * independent. mrail_engine_destroy() must not race with other calls on
+ * the same engine.
  *
  * Errors
  * ------
@@ -94,6 +104,15 @@ enum mrail_log_level {
 	MRAIL_LOG_INFO = 2,
 	MRAIL_LOG_DEBUG = 3,
 	MRAIL_LOG_TRACE = 4,
+};
+
+/* How the application's threads use an engine (MPI_THREAD_* analogues;
+ * an MPI binding maps MPI_THREAD_FUNNELED to SERIALIZED). Ordered: a level
+ * allows everything the lower ones do. */
+enum mrail_thread_level {
+	MRAIL_THREAD_SINGLE = 0,     /* only the creating thread calls */
+	MRAIL_THREAD_SERIALIZED = 1, /* any thread, never two at once */
+	MRAIL_THREAD_MULTIPLE = 2,   /* any thread, concurrently */
 };
 
 /*
@@ -159,6 +178,9 @@ struct mrail_config {
 	                              buffer is contiguous, else written by the
 	                              sender when the receiver's is, else sent),
 	                              _GET, _PUT, or _SEND (never RDMA) */
+	int thread_level;          /* MRAIL_THREAD_LEVEL: single|serialized|
+	                              multiple (enum mrail_thread_level, default
+	                              multiple) */
 };
 enum mrail_rdv_protocol {
 	MRAIL_RDV_AUTO = 0, MRAIL_RDV_GET = 1, MRAIL_RDV_PUT = 2,
@@ -194,6 +216,11 @@ MRAIL_API int mrail_engine_create(const struct mrail_config *cfg,
  * invalid, and buffers are no longer touched once it returns.
  */
 MRAIL_API int mrail_engine_destroy(mrail_engine_t *engine);
+
+/* The engine's thread level (enum mrail_thread_level), as created: what an
+ * MPI binding answers in MPI_Init_thread's `provided`.
+ * MRAIL_ERR_INVALID for NULL. */
+MRAIL_API int mrail_thread_level(const mrail_engine_t *engine);
 
 /* Rank and job size when bootstrapped; 0 and 1 when standalone. */
 MRAIL_API uint32_t mrail_rank(const mrail_engine_t *engine);

@@ -21,7 +21,7 @@ static const char *const known_vars[] = {
 	"MRAIL_EAGER_MAX", "MRAIL_PROGRESS_THREAD", "MRAIL_BOOTSTRAP",
 	"MRAIL_CONNECT_TIMEOUT", "MRAIL_FINALIZE_TIMEOUT", "MRAIL_JOB_KEY",
 	"MRAIL_TCP_SOCKBUF", /* drivers/tcp */
-	"MRAIL_INBAND_SAMPLING",
+	"MRAIL_INBAND_SAMPLING", "MRAIL_THREAD_LEVEL",
 	/* set by mrail-run for the bootstrap */
 	"MRAIL_RANK", "MRAIL_SIZE", "MRAIL_LOCAL_RANK", "MRAIL_LOCAL_SIZE",
 	"MRAIL_KVS_ADDR", "MRAIL_BOOTSTRAP_TIMEOUT", "MRAIL_JOB_ID",
@@ -126,6 +126,7 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	c->connect_timeout = 30;
 	c->finalize_timeout = 5;
 	c->inband_sampling = 1;
+	c->thread_level = MRAIL_THREAD_MULTIPLE;
 
 	/* The log level first, so the other messages obey it. */
 	const char *lvl = getenv("MRAIL_LOG_LEVEL");
@@ -170,6 +171,18 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 		c->rdv_protocol = rma_parse_protocol(rdv);
 		if (c->rdv_protocol < 0)
 			return bad("MRAIL_RDV", rdv, "auto, get, put or send");
+	}
+	const char *tl = getenv("MRAIL_THREAD_LEVEL");
+	if (tl) {
+		if (!strcmp(tl, "single"))
+			c->thread_level = MRAIL_THREAD_SINGLE;
+		else if (!strcmp(tl, "serialized"))
+			c->thread_level = MRAIL_THREAD_SERIALIZED;
+		else if (!strcmp(tl, "multiple"))
+			c->thread_level = MRAIL_THREAD_MULTIPLE;
+		else
+			return bad("MRAIL_THREAD_LEVEL", tl,
+				   "single, serialized or multiple");
 	}
 	const char *key = getenv("MRAIL_JOB_KEY");
 	if (key) {

@@ -8,16 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void engine_lock(struct mrail_engine *e)
-{
-	pthread_mutex_lock(&e->lock);
-}
-
-void engine_unlock(struct mrail_engine *e)
-{
-	pthread_mutex_unlock(&e->lock);
-}
-
 MRAIL_API uint32_t mrail_rank(const mrail_engine_t *e)
 {
 	return e ? e->rank : 0;
@@ -208,7 +198,7 @@ static int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 			    cfg->version, MRAIL_CONFIG_VERSION);
 		return MRAIL_ERR_CONFIG;
 	}
-	if ((rc = config_copy_strings(e, cfg)))
+	if ((rc = config_copy_strings(e, cfg)) || (rc = threads_init(e)))
 		return rc;
 	if (cfg->rdv_protocol < MRAIL_RDV_AUTO ||
 	    cfg->rdv_protocol > MRAIL_RDV_SEND) {

@@ -352,11 +352,34 @@ struct mrail_engine {
 	/* Layers above attach state to each connection (mrail_set_rail_hooks). */
 	struct mrail_rail_hooks hooks;
 	void *hooks_ctx;
+	/* libmrail/threads.c. The level is fixed before any other thread can
+	 * see the engine; the thread ids are TLS addresses (0: none) read
+	 * by other threads only through atomics (debug lock checks). */
+	int thread_level;              /* enum mrail_thread_level */
+	uintptr_t lock_owner;          /* thread holding e->lock */
+	uintptr_t creator;             /* thread that created the engine */
+	uintptr_t progress_owner;      /* the progress thread */
 };
 
-/* engine.c */
+/* threads.c (docs/threads.md) */
 void engine_lock(struct mrail_engine *e);
 void engine_unlock(struct mrail_engine *e);
+/*
+ * Debug builds (MRAIL_DEBUG_LOCKS, set by meson for buildtypes debug and
+ * debugoptimized) abort with file:line when the calling thread does not
+ * hold e's lock: put it first in every internal entry point that needs it.
+ */
+#ifdef MRAIL_DEBUG_LOCKS
+#define ENGINE_ASSERT_LOCKED(e) engine_assert_locked((e), __FILE__, __LINE__)
+void engine_assert_locked(const struct mrail_engine *e, const char *file,
+			  int line);
+#else
+#define ENGINE_ASSERT_LOCKED(e) ((void)(e))
+#endif
+/* Validate and record cfg.thread_level (during engine_init). */
+int threads_init(struct mrail_engine *e);
+/* Called first by the progress thread: it is not an application thread. */
+void threads_progress_thread(struct mrail_engine *e);
 
 /* config.c */
 int config_copy_strings(struct mrail_engine *e, const struct mrail_config *c);

@@ -151,6 +151,7 @@ int gate_add(struct mrail_engine *e, const void *addr, size_t len,
 void gate_fail(struct mrail_engine *e, struct gate *g, int error,
 	       const char *why)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	struct mrail_list *pos, *tmp;
 
 	if (g->state == GATE_FAILED || g->state == GATE_CLOSED)
@@ -230,17 +231,27 @@ MRAIL_API int mrail_peer_add(mrail_engine_t *e, const void *addr, size_t len,
 	return rc;
 }
 
+/* The lock is taken through a cast: mrail_peer_add() may grow e->gates
+ * meanwhile, and the lock is not part of the engine's logical state. */
 MRAIL_API uint32_t mrail_peer_count(const mrail_engine_t *e)
 {
-	return e ? e->ngates : 0;
+	if (!e)
+		return 0;
+	engine_lock((struct mrail_engine *)e);
+	uint32_t n = e->ngates;
+	engine_unlock((struct mrail_engine *)e);
+	return n;
 }
 
 MRAIL_API int mrail_rail_count(const mrail_engine_t *e, mrail_peer_t peer)
 {
 	if (!e)
 		return MRAIL_ERR_INVALID;
+	engine_lock((struct mrail_engine *)e);
 	struct gate *g = peer < e->ngates ? e->gates[peer] : NULL;
-	return g ? (int)g->nrails : MRAIL_ERR_NOT_FOUND;
+	int n = g ? (int)g->nrails : MRAIL_ERR_NOT_FOUND;
+	engine_unlock((struct mrail_engine *)e);
+	return n;
 }
 
 MRAIL_API int mrail_rail_info(mrail_engine_t *e, mrail_peer_t peer, int rail,

@@ -186,6 +186,7 @@ static const char *check_hello(struct mrail_engine *e, struct rail *r,
 void handshake_on_frame(struct mrail_engine *e, struct rail *r,
 			const void *head, size_t len)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	struct mrail_wire_rec rec;
 	const char *why = NULL;
 	size_t off = mrail_wire_check_pkt_hdr(head, len, &why);

@@ -10,6 +10,7 @@
 
 int engine_progress(struct mrail_engine *e)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	int events = drivers_progress(e);
 	if (!mrail_list_empty(&e->sched_gates))
 		schedule_pending(e);
@@ -49,6 +50,7 @@ static void *progress_main(void *arg)
 	p[0] = (struct pollfd){e->wake_fd, POLLIN, 0};
 	for (unsigned i = 0; i < n; i++)
 		p[i + 1] = (struct pollfd){fds[i], POLLIN, 0};
+	threads_progress_thread(e);
 	for (;;) {
 		engine_lock(e);
 		int stop = e->progress_thread_stop;

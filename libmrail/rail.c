@@ -102,6 +102,7 @@ void packet_put(struct mrail_engine *e, struct send_op *op)
 int rail_post_packet(struct mrail_engine *e, struct rail *r,
 		     struct send_op *op)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	(void)e;
 	op->rail = r;
 	mrail_list_append(&r->posted, &op->link);
@@ -156,6 +157,7 @@ int rail_post_data(struct mrail_engine *e, struct rail *r,
 		   struct mrail_request *req, uint64_t recv_id,
 		   uint64_t offset, uint64_t len)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	struct iovec stack[16], *slice = stack;
 	int max = req->iovcnt < 16 ? 16 : req->iovcnt, rc = MRAIL_OK;
 	int per_frame = r->local->caps.max_body_iov;

@@ -120,6 +120,7 @@ void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
 		    struct gate *g, uint64_t tag, uint64_t msg_len,
 		    uint64_t send_id, struct rdv_rma *rma)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	struct mrail_rail_view views[MRAIL_MAX_RAILS];
 	struct mrail_chunk chunks[MRAIL_MAX_CHUNKS];
 	uint64_t take = msg_len < r->len ? msg_len : r->len;
@@ -194,6 +195,7 @@ static int rtr_fits(const struct mrail_request *s, const struct rail *rail,
 void rdv_on_rtr(struct mrail_engine *e, struct rail *rail,
 		const struct mrail_wire_rtr *rtr)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	struct mrail_request *s = handle_lookup(e, rtr->send_id);
 
 	/* Our engine is closing and said BYE here: nothing may follow it;

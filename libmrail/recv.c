@@ -218,6 +218,7 @@ static void on_bye(struct mrail_engine *e, struct rail *r)
 void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 		    size_t len)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	struct gate *g = r->gate;
 	struct mrail_wire_rec rec;
 	const char *why = NULL;
@@ -299,6 +300,7 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 
 int recv_post(struct mrail_engine *e, struct mrail_request *r)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	struct mrail_list *pos, *tmp;
 
 	mrail_list_foreach_safe(pos, tmp, &e->unexpected) {

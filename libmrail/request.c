@@ -113,6 +113,7 @@ static void honest_length(struct mrail_request *r, int error)
 void request_complete(struct mrail_engine *e, struct mrail_request *r,
 		      int error)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	if (r->phase == REQ_DONE)
 		return;
 	mrail_list_remove(&r->link);
@@ -202,6 +203,7 @@ void requests_fini(struct mrail_engine *e)
  */
 uint64_t handle_assign(struct mrail_engine *e, struct mrail_request *r)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	uint32_t i;
 	for (i = e->handles_free_hint; i < e->handles_cap; i++)
 		if (!e->handles[i].req)
@@ -412,6 +414,7 @@ MRAIL_API int mrail_wait_all(mrail_engine_t *e, size_t n, mrail_request_t **reqs
 	while (left > 0) {
 		int events = progress_round(e);
 		engine_lock(e);
+		/* Under the lock: a progress thread may be completing them. */
 		for (size_t i = 0; i < n; i++) {
 			struct mrail_request *r = reqs[i];
 			if (!r || !collectable(r))
@@ -444,6 +447,7 @@ MRAIL_API int mrail_wait_any(mrail_engine_t *e, size_t n, mrail_request_t **reqs
 	for (;;) {
 		int events = progress_round(e);
 		engine_lock(e);
+		/* Under the lock: a progress thread may be completing them. */
 		for (size_t i = 0; i < n; i++) {
 			struct mrail_request *r = reqs[i];
 			if (r && collectable(r)) {

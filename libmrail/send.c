@@ -203,11 +203,13 @@ static void gate_schedule_mode(struct mrail_engine *e, struct gate *g,
 
 void gate_schedule(struct mrail_engine *e, struct gate *g)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	gate_schedule_mode(e, g, 0);
 }
 
 void schedule_pending(struct mrail_engine *e)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	struct mrail_list *pos, *tmp;
 	mrail_list_foreach_safe(pos, tmp, &e->sched_gates)
 		gate_schedule_mode(e, mrail_list_entry(pos, struct gate,
@@ -216,6 +218,7 @@ void schedule_pending(struct mrail_engine *e)
 
 int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	r->seq = g->next_send_seq++;
 	r->phase = REQ_QUEUED;
 	mrail_list_append(&g->sendq, &r->link);

@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds with -Werror, runs the whole test suite,
-# then again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# then again under AddressSanitizer + UndefinedBehaviorSanitizer, then the
+# threaded tests (suite 'threads') under ThreadSanitizer.
 # Ends with one line: "N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 
-run_suite() { # name, meson options...
+run_suite() { # name, meson setup options... [-- meson test options...]
   local dir=$1; shift
-  local log
+  local log setup=() tests=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do setup+=("$1"); shift; done
+  [ $# -gt 0 ] && { shift; tests=("$@"); }
   log=$(mktemp)
   rm -rf "$dir"
-  if ! meson setup "$dir" -Dwerror=true "$@" >"$log" 2>&1; then
+  if ! meson setup "$dir" -Dwerror=true "${setup[@]}" >"$log" 2>&1; then
     cat "$log"; rm -f "$log"; return 1
   fi
   rm -f "$log"
   ninja -C "$dir" || return 1
-  meson test -C "$dir" --print-errorlogs --num-processes 2
+  meson test -C "$dir" --print-errorlogs --num-processes 2 "${tests[@]}"
   return 0
 }
 
@@ -25,12 +28,17 @@ run_suite build-test --buildtype=debugoptimized || build_failed=$((build_failed 
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build-asan --buildtype=debug -Db_sanitize=address,undefined \
   -Db_lundef=false || build_failed=$((build_failed + 1))
+# Only the threaded tests: the rest are single-threaded, where TSan finds
+# nothing ASan does not. The launcher is built with TSan too.
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
+  run_suite build-tsan --buildtype=debug -Db_sanitize=thread -- --suite threads \
+  || build_failed=$((build_failed + 1))
 
 python3 - "$build_failed" <<'PY'
 import json, sys, os
 passed = failed = skipped = 0
 failed += int(sys.argv[1])
-for d in ("build-test", "build-asan"):
+for d in ("build-test", "build-asan", "build-tsan"):
     log = os.path.join(d, "meson-logs", "testlog.json")
     if not os.path.exists(log):
         continue

@@ -31,6 +31,8 @@ static const struct { const char *var, *value; } bad[] = {
 	{"MRAIL_BOOTSTRAP", "sometimes"},
 	{"MRAIL_INBAND_SAMPLING", "often"},
 	{"MRAIL_TCP_SOCKBUF", "huge"},
+	{"MRAIL_THREAD_LEVEL", "funneled"},
+	{"MRAIL_THREAD_LEVEL", "SINGLE"},
 };
 
 static char logbuf[1 << 16];

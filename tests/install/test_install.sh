@@ -25,6 +25,22 @@ run=$(find "$dest" -name mrail-run -type f | head -n 1)
 LD_LIBRARY_PATH=$libdir "$run" -n 2 "$dest/app"
 echo "installed library, header, pkg-config file and mrail-run work"
 
+# Static: the installed libmrail.a (one object, only mrail_ symbols global)
+# links with `pkg-config --static`; a directory holding only the archive
+# comes first so -lmrail picks it, and the program must not need the .so.
+[ -f "$libdir/libmrail.a" ] || { echo "libmrail.a not installed"; exit 1; }
+leak=$(nm -g --defined-only "$libdir/libmrail.a" | awk 'NF >= 3 && $3 !~ /^mrail_/ {print $3}')
+[ -z "$leak" ] || { echo "installed libmrail.a exports non-mrail_ symbols:"; echo "$leak"; exit 1; }
+mkdir -p "$dest/static"
+cp "$libdir/libmrail.a" "$dest/static/"
+cc "$app" $(pkg-config --cflags mrail) -L"$dest/static" \
+   $(pkg-config --static --libs mrail) -o "$dest/app-static"
+if readelf -d "$dest/app-static" | grep -q 'NEEDED.*libmrail'; then
+  echo "app-static still needs libmrail.so"; exit 1
+fi
+"$run" -n 2 "$dest/app-static"
+echo "installed libmrail.a links statically with pkg-config --static"
+
 # The plugin header is installed, self-contained, and found by pkg-config.
 cflags=$(pkg-config --cflags mrail)
 inc=$(pkg-config --variable=includedir mrail)

@@ -1,0 +1,140 @@
+/*
+ * The engine lock and the thread level (docs/threads.md).
+ *
+ * One mutex per engine serializes every call at every level: an
+ * uncontended lock costs nothing measurable next to a message (mrail-bench
+ * 8 B latency, docs/threads.md), so SINGLE and SERIALIZED keep it and the
+ * level is a promise the application makes, checked in debug builds:
+ * SINGLE: every lock is taken by the creating thread (or the engine's own
+ * progress thread, which SINGLE refuses anyway); SERIALIZED: an
+ * application thread never finds the lock held by another application
+ * thread (two threads inside the engine at once). Debug builds also record
+ * the owner, for ENGINE_ASSERT_LOCKED and to catch a thread re-entering
+ * the engine (a callback calling the API), which would deadlock.
+ */
+#include "libmrail/engine.h"
+#include "util/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A thread's identity: the address of its copy of a TLS variable (unique
+ * among live threads, cheaper than pthread_self() comparisons, and an
+ * integer that atomics can carry). */
+static __thread char thread_marker;
+
+static uintptr_t self_id(void)
+{
+	return (uintptr_t)&thread_marker;
+}
+
+static const char *level_name(int level)
+{
+	switch (level) {
+	case MRAIL_THREAD_SINGLE: return "single";
+	case MRAIL_THREAD_SERIALIZED: return "serialized";
+	case MRAIL_THREAD_MULTIPLE: return "multiple";
+	}
+	return "?";
+}
+
+int threads_init(struct mrail_engine *e)
+{
+	int level = e->cfg.thread_level;
+	if (level < MRAIL_THREAD_SINGLE || level > MRAIL_THREAD_MULTIPLE) {
+		mrail_error("invalid thread_level=%d (MRAIL_THREAD_LEVEL): "
+			    "expected MRAIL_THREAD_SINGLE, _SERIALIZED or "
+			    "_MULTIPLE", level);
+		return MRAIL_ERR_CONFIG;
+	}
+	if (level == MRAIL_THREAD_SINGLE && e->cfg.progress_thread) {
+		mrail_error("MRAIL_PROGRESS_THREAD=1 needs thread level "
+			    "serialized or multiple: at MRAIL_THREAD_LEVEL=single "
+			    "no other thread may enter the engine");
+		return MRAIL_ERR_CONFIG;
+	}
+	e->thread_level = level;
+	e->creator = self_id();
+	mrail_debug("thread level %s", level_name(level));
+	return MRAIL_OK;
+}
+
+MRAIL_API int mrail_thread_level(const mrail_engine_t *e)
+{
+	return e ? e->thread_level : MRAIL_ERR_INVALID;
+}
+
+void threads_progress_thread(struct mrail_engine *e)
+{
+	__atomic_store_n(&e->progress_owner, self_id(), __ATOMIC_RELAXED);
+}
+
+#ifdef MRAIL_DEBUG_LOCKS
+static void misuse(const char *rule, const char *what)
+{
+	/* The log may itself be what is broken: write directly. */
+	fprintf(stderr, "libmrail: thread misuse: %s: %s (docs/threads.md)\n",
+		rule, what);
+	abort();
+}
+
+/* Checks before taking the lock; returns 1 if it took it already. */
+static int check_entry(struct mrail_engine *e)
+{
+	uintptr_t me = self_id();
+	uintptr_t owner = __atomic_load_n(&e->lock_owner, __ATOMIC_RELAXED);
+	if (owner == me)
+		misuse("a thread may not re-enter the engine",
+		       "this thread already holds the engine lock (an "
+		       "engine call from inside a callback or an upcall?)");
+	/* The creator is set once the level is known, inside creation. */
+	if (!e->creator ||
+	    me == __atomic_load_n(&e->progress_owner, __ATOMIC_RELAXED))
+		return 0;
+	if (e->thread_level == MRAIL_THREAD_SINGLE && me != e->creator)
+		misuse("MRAIL_THREAD_SINGLE: only the thread that created the "
+		       "engine may call it", "called from another thread");
+	if (e->thread_level != MRAIL_THREAD_SERIALIZED)
+		return 0;
+	if (pthread_mutex_trylock(&e->lock) == 0)
+		return 1;
+	/* The owner field is cleared before unlock and set after lock, so
+	 * it is 0 or the real holder: no false alarms. */
+	owner = __atomic_load_n(&e->lock_owner, __ATOMIC_RELAXED);
+	if (owner && owner != me &&
+	    owner != __atomic_load_n(&e->progress_owner, __ATOMIC_RELAXED))
+		misuse("MRAIL_THREAD_SERIALIZED: two threads may not be "
+		       "inside the engine at once", "this thread called while "
+		       "another application thread was inside a call");
+	return 0;
+}
+
+void engine_assert_locked(const struct mrail_engine *e, const char *file,
+			  int line)
+{
+	if (__atomic_load_n(&e->lock_owner, __ATOMIC_RELAXED) == self_id())
+		return;
+	fprintf(stderr, "libmrail: %s:%d: engine lock not held by this "
+		"thread (docs/threads.md)\n", file, line);
+	abort();
+}
+#endif
+
+void engine_lock(struct mrail_engine *e)
+{
+#ifdef MRAIL_DEBUG_LOCKS
+	if (!check_entry(e))
+		pthread_mutex_lock(&e->lock);
+	__atomic_store_n(&e->lock_owner, self_id(), __ATOMIC_RELAXED);
+#else
+	pthread_mutex_lock(&e->lock);
+#endif
+}
+
+void engine_unlock(struct mrail_engine *e)
+{
+#ifdef MRAIL_DEBUG_LOCKS
+	__atomic_store_n(&e->lock_owner, 0, __ATOMIC_RELAXED);
+#endif
+	pthread_mutex_unlock(&e->lock);
+}

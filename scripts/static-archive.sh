@@ -1,0 +1,13 @@
+#!/bin/sh
+# Build the installed libmrail.a from the internal archive: link every
+# member into one relocatable object, make its hidden symbols local (the
+# code is compiled with -fvisibility=hidden; the API is MRAIL_API), and
+# archive that object alone. Args: ld objcopy ar input.a output.a
+set -eu
+ld=$1 objcopy=$2 ar=$3 in=$4 out=$5
+obj=${out%.a}.o
+rm -f "$obj" "$out"
+"$ld" -r -o "$obj" --whole-archive "$in" --no-whole-archive
+"$objcopy" --localize-hidden "$obj"
+"$ar" rcsD "$out" "$obj"
+rm -f "$obj"
