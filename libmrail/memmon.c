@@ -49,6 +49,7 @@ static unsigned users;          /* attached caches that want the monitor */
 static int mode;                /* enum mrail_memmon_mode while users > 0 */
 static int forced_mode;
 static int uffd = -1, wakefd = -1;
+static int mapsfd = -1; /* /proc/self/maps for PROCMAP_QUERY; -2: none */
 static pthread_t thread;
 static uint64_t n_events, n_faults; /* under sink_lock */
 
@@ -264,6 +265,7 @@ static void start_monitor(void)
 		goto fail;
 	}
 	mode = m;
+	mapsfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	mrail_debug("regcache: monitor on, userfaultfd %s mode%s",
 		    m == MRAIL_MEMMON_WP ? "write-protect" : "missing",
 		    user_only ? ", user-mode only" : "");
@@ -289,6 +291,9 @@ static void stop_monitor(void)
 		close(uffd);
 	}
 	uffd = wakefd = -1;
+	if (mapsfd >= 0)
+		close(mapsfd);
+	mapsfd = -1;
 	mode = MRAIL_MEMMON_OFF;
 	free(subs);
 	subs = NULL;
@@ -357,11 +362,52 @@ static int parse_maps_line(const char *l, uintptr_t *vs, uintptr_t *ve,
 }
 
 /*
+ * PROCMAP_QUERY (Linux 6.11): one VMA per ioctl instead of the whole text
+ * of /proc/self/maps. Declared here because older headers lack it; the
+ * kernel checks `size`, so this prefix of the structure stays valid.
+ */
+struct mrail_procmap_query {
+	uint64_t size, query_flags, query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define MRAIL_PROCMAP_QUERY _IOWR('f', 17, struct mrail_procmap_query)
+#define MRAIL_PROCMAP_VMA_SHARED 0x08
+
+/* 1 or 0 answered by PROCMAP_QUERY, -1 if the kernel lacks it. */
+static int query_anon_private(int fd, uintptr_t start, uintptr_t end)
+{
+	for (uintptr_t cur = start; cur < end;) {
+		struct mrail_procmap_query q = {.size = sizeof q,
+						.query_addr = cur};
+		if (ioctl(fd, MRAIL_PROCMAP_QUERY, &q))
+			return errno == ENOENT ? 0 : -1;
+		/* Anonymous: no file (inode and device 0); hugetlb and shared
+		 * anonymous memory have an inode. */
+		if (q.vma_start > cur || (q.vma_flags & MRAIL_PROCMAP_VMA_SHARED) ||
+		    q.inode || q.dev_major || q.dev_minor)
+			return 0;
+		cur = q.vma_end;
+	}
+	return 1;
+}
+
+/*
  * Is [start, end) covered by anonymous private mappings without holes?
- * Read with a stack buffer: no allocation, since this runs on every miss.
+ * Without PROCMAP_QUERY, parse the text with a stack buffer: no
+ * allocation, since this runs on every miss.
  */
 static int is_anon_private(uintptr_t start, uintptr_t end)
 {
+	if (mapsfd >= 0) {
+		int r = query_anon_private(mapsfd, start, end);
+		if (r >= 0)
+			return r;
+		close(mapsfd); /* no PROCMAP_QUERY here */
+		mapsfd = -2;
+	}
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
