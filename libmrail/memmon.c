@@ -50,6 +50,10 @@ static int mode;                /* enum mrail_memmon_mode while users > 0 */
 static int forced_mode;
 static int uffd = -1, wakefd = -1;
 static int mapsfd = -1; /* /proc/self/maps for PROCMAP_QUERY; -2: none */
+static int maps_text;   /* tests: parse the text even with the query */
+/* The process the monitor serves: after fork the child shares the
+ * userfaultfd, which still acts on the parent's memory. */
+static pid_t monitor_pid;
 static pthread_t thread;
 static uint64_t n_events, n_faults; /* under sink_lock */
 
@@ -265,7 +269,8 @@ static void start_monitor(void)
 		goto fail;
 	}
 	mode = m;
-	mapsfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	monitor_pid = getpid();
+	mapsfd = maps_text ? -2 : open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	mrail_debug("regcache: monitor on, userfaultfd %s mode%s",
 		    m == MRAIL_MEMMON_WP ? "write-protect" : "missing",
 		    user_only ? ", user-mode only" : "");
@@ -279,7 +284,10 @@ fail:
 
 static void stop_monitor(void)
 {
-	if (mode != MRAIL_MEMMON_OFF) {
+	if (mode != MRAIL_MEMMON_OFF && monitor_pid != getpid()) {
+		close(wakefd); /* a forked child: the thread is not ours */
+		close(uffd);
+	} else if (mode != MRAIL_MEMMON_OFF) {
 		uint64_t one = 1;
 		if (write(wakefd, &one, sizeof one) != sizeof one)
 			mrail_error("regcache monitor: cannot wake: %s",
@@ -332,10 +340,11 @@ void mrail_memmon_detach(struct mrail_memmon_sink *s, int want_monitor)
 	pthread_mutex_unlock(&sub_lock);
 }
 
-void mrail_memmon_force_mode(int m)
+void mrail_memmon_force_mode(int m, int text)
 {
 	pthread_mutex_lock(&sub_lock);
 	forced_mode = m;
+	maps_text = text;
 	pthread_mutex_unlock(&sub_lock);
 }
 
@@ -465,7 +474,7 @@ int mrail_memmon_subscribe(uintptr_t start, uintptr_t end)
 	int rc = MRAIL_ERR_NOT_FOUND;
 	pthread_mutex_lock(&sub_lock);
 	if (mode == MRAIL_MEMMON_OFF || start >= end ||
-	    !is_anon_private(start, end))
+	    monitor_pid != getpid() || !is_anon_private(start, end))
 		goto out;
 	if (nsubs == capsubs) {
 		size_t cap = capsubs ? 2 * capsubs : 64;

@@ -12,6 +12,9 @@
  * Lock order: caller's lock (the engine lock) -> subscription lock -> sink
  * lock. The monitor thread takes only the sink lock, which nobody holds
  * while calling anything that may unmap memory (malloc, free, drivers).
+ *
+ * Not inherited by fork: in a child nothing new is watched (so nothing
+ * new is cached).
  */
 #ifndef MRAIL_LIBMRAIL_MEMMON_H
 #define MRAIL_LIBMRAIL_MEMMON_H
@@ -68,9 +71,10 @@ void mrail_memmon_record(uintptr_t start, uintptr_t end);
 unsigned mrail_memmon_drain(struct mrail_memmon_sink *s,
 			    struct mrail_memmon_range *out, int *overflow);
 
-/* Tests only: force the registration mode used by the next monitor start
- * (MRAIL_MEMMON_WP, MRAIL_MEMMON_MISSING, or 0 for automatic). */
-void mrail_memmon_force_mode(int mode);
+/* Tests only, for the next monitor start: force the registration mode
+ * (MRAIL_MEMMON_WP, MRAIL_MEMMON_MISSING, or 0 for automatic), and with
+ * maps_text, read /proc/self/maps as text even where PROCMAP_QUERY works. */
+void mrail_memmon_force_mode(int mode, int maps_text);
 
 /* Events the monitor has read (unmap, remove, remap) and faults it
  * resolved, since the process started. */

@@ -67,9 +67,12 @@ int mrail_regcache_limits_env(struct mrail_regcache_limits *lim)
 	lim->max_bytes = MRAIL_REGCACHE_DEFAULT_MAX_BYTES;
 	const char *s = getenv("MRAIL_REGCACHE");
 	if (s) {
-		if (!strcmp(s, "on") || !strcmp(s, "1"))
+		/* The same words as the engine's other switches. */
+		if (!strcmp(s, "on") || !strcmp(s, "1") || !strcmp(s, "yes") ||
+		    !strcmp(s, "true"))
 			lim->enabled = 1;
-		else if (!strcmp(s, "off") || !strcmp(s, "0"))
+		else if (!strcmp(s, "off") || !strcmp(s, "0") ||
+			 !strcmp(s, "no") || !strcmp(s, "false"))
 			lim->enabled = 0;
 		else
 			return bad("MRAIL_REGCACHE", s, "on or off");

@@ -501,6 +501,91 @@ static void test_touch(struct mrail_regcache *rc, struct fake *f)
 	munmap(fresh, 2 * pg);
 }
 
+/* munmap returned in one thread, get in another: the get must see it
+ * (the monitor records the event before munmap can return). */
+struct unmapper {
+	char *p;
+	size_t len;
+	int go, done;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+};
+
+static void *unmap_main(void *arg)
+{
+	struct unmapper *u = arg;
+	pthread_mutex_lock(&u->mu);
+	for (;;) {
+		while (!u->go)
+			pthread_cond_wait(&u->cv, &u->mu);
+		u->go = 0;
+		if (!u->p)
+			break;
+		CHECK_EQ(munmap(u->p, u->len), 0);
+		u->done = 1;
+		pthread_cond_broadcast(&u->cv);
+	}
+	pthread_mutex_unlock(&u->mu);
+	return NULL;
+}
+
+static void test_cross_thread(struct mrail_regcache *rc, struct fake *f)
+{
+	struct unmapper u = {.len = 4 * pg};
+	pthread_mutex_init(&u.mu, NULL);
+	pthread_cond_init(&u.cv, NULL);
+	pthread_t t;
+	CHECK_EQ(pthread_create(&t, NULL, unmap_main, &u), 0);
+	char *m = map_pages(4);
+	for (int i = 0; i < 200; i++) {
+		mrail_regcache_put(rc, get(rc, m, 4 * pg));
+		pthread_mutex_lock(&u.mu);
+		u.p = m;
+		u.go = 1;
+		u.done = 0;
+		pthread_cond_broadcast(&u.cv);
+		while (!u.done)
+			pthread_cond_wait(&u.cv, &u.mu);
+		pthread_mutex_unlock(&u.mu);
+		char *m2 = mmap(m, 4 * pg, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS |
+					MAP_FIXED_NOREPLACE, -1, 0);
+		CHECK(m2 == m);
+		long regs = f->regs;
+		mrail_regcache_put(rc, get(rc, m, 4 * pg));
+		CHECK_EQ(f->regs, regs + 1); /* a miss, every time */
+	}
+	pthread_mutex_lock(&u.mu);
+	u.p = NULL;
+	u.go = 1;
+	pthread_cond_broadcast(&u.cv);
+	pthread_mutex_unlock(&u.mu);
+	pthread_join(t, NULL);
+	munmap(m, 4 * pg);
+	printf("munmap in another thread, then get: miss (200 times)\n");
+}
+
+/* Two caches (two drivers) on the same buffer: destroying one must not
+ * stop the monitor watching it for the other. */
+static void test_two_caches(struct mrail_regcache *rc, struct fake *f)
+{
+	struct fake f2;
+	struct mrail_regcache *rc2 = make(&f2, 1000, 1 << 30, 0);
+	char *m = map_pages(4);
+	mrail_regcache_put(rc, get(rc, m, 4 * pg));
+	mrail_regcache_put(rc2, get(rc2, m, 4 * pg));
+	mrail_regcache_put(rc2, get(rc2, m + pg, pg));
+	CHECK_EQ(f2.regs, 1);
+	mrail_regcache_destroy(rc2);
+	CHECK_EQ(f2.live, 0);
+	CHECK_EQ(munmap(m, 4 * pg), 0);
+	CHECK(mmap(m, 4 * pg, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+		   0) == m);
+	expect_miss(rc, f, m, 4 * pg);
+	munmap(m, 4 * pg);
+}
+
 /* What a monitored munmap costs compared with a plain one. */
 static void measure_munmap(struct mrail_regcache *rc)
 {
@@ -524,24 +609,30 @@ static void measure_munmap(struct mrail_regcache *rc)
 	       plain / R * 1e6, watched / R * 1e6);
 }
 
-static int run_monitor_tests(int mode)
+static int run_monitor_tests(int mode, int maps_text)
 {
 	struct fake f;
-	mrail_memmon_force_mode(mode);
+	mrail_memmon_force_mode(mode, maps_text);
 	struct mrail_regcache *rc = make(&f, 1000, 1 << 30, 0);
 	int got = stats(rc).monitor;
 	if (got == MRAIL_MEMMON_OFF) {
 		mrail_regcache_destroy(rc);
-		mrail_memmon_force_mode(0);
+		mrail_memmon_force_mode(0, 0);
 		return 0;
 	}
-	printf("monitor: userfaultfd %s mode\n",
-	       got == MRAIL_MEMMON_WP ? "write-protect" : "missing");
+	printf("monitor: userfaultfd %s mode%s\n",
+	       got == MRAIL_MEMMON_WP ? "write-protect" : "missing",
+	       maps_text ? ", /proc/self/maps as text" : "");
 	test_touch(rc, &f);
-	if (mode != MRAIL_MEMMON_MISSING) {
+	if (maps_text) {
+		test_free_malloc(rc, &f);
+		test_file_mapping(rc, &f);
+	} else if (mode != MRAIL_MEMMON_MISSING) {
 		test_free_malloc(rc, &f);
 		test_madvise_mremap(rc, &f);
 		test_file_mapping(rc, &f);
+		test_cross_thread(rc, &f);
+		test_two_caches(rc, &f);
 		double t0 = mrail_now();
 		char *m = map_pages(1);
 		for (int i = 0; i < 1000; i++) {
@@ -555,7 +646,7 @@ static int run_monitor_tests(int mode)
 	}
 	mrail_regcache_destroy(rc);
 	CHECK_EQ(f.live, 0);
-	mrail_memmon_force_mode(0);
+	mrail_memmon_force_mode(0, 0);
 	return 1;
 }
 
@@ -573,7 +664,7 @@ int main(void)
 	test_invalidate_hook_and_destroy();
 	test_config();
 
-	if (!run_monitor_tests(0)) {
+	if (!run_monitor_tests(0, 0)) {
 		if (geteuid() == 0) {
 			fprintf(stderr, "userfaultfd unavailable as root: the "
 				"monitor must work here\n");
@@ -586,12 +677,14 @@ int main(void)
 	/* Missing mode, where the kernel has it: faults are resolved. */
 	uint64_t ev0, f0, ev1, f1;
 	mrail_memmon_counters(&ev0, &f0);
-	if (run_monitor_tests(MRAIL_MEMMON_MISSING)) {
+	if (run_monitor_tests(MRAIL_MEMMON_MISSING, 0)) {
 		mrail_memmon_counters(&ev1, &f1);
 		CHECK(f1 - f0 >= 64); /* the toucher's pages, resolved */
 		printf("missing mode: %llu faults resolved, no hang\n",
 		       (unsigned long long)(f1 - f0));
 	}
+	/* Without PROCMAP_QUERY (kernels before 6.11). */
+	CHECK(run_monitor_tests(0, 1));
 	printf("ok\n");
 	return 0;
 }
