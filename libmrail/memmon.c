@@ -20,6 +20,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,7 +263,12 @@ static void start_monitor(void)
 	}
 	if ((wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		goto fail;
+	/* The application's signal handlers must not run on our thread. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int rc = pthread_create(&thread, NULL, monitor_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
 		mrail_info("regcache: cannot start the monitor thread (%s): "
 			   "registrations are not cached", strerror(rc));

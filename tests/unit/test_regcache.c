@@ -641,6 +641,11 @@ static int run_monitor_tests(int mode, int maps_text)
 		}
 		printf("miss with subscribe (trivial reg): %.1f us\n",
 		       (mrail_now() - t0) / 1000 * 1e6);
+		t0 = mrail_now();
+		for (int i = 0; i < 100000; i++)
+			mrail_regcache_put(rc, get(rc, m, 1));
+		printf("hit + put, monitor on: %.0f ns\n",
+		       (mrail_now() - t0) / 100000 * 1e9);
 		munmap(m, pg);
 		measure_munmap(rc);
 	}
@@ -682,6 +687,9 @@ int main(void)
 		CHECK(f1 - f0 >= 64); /* the toucher's pages, resolved */
 		printf("missing mode: %llu faults resolved, no hang\n",
 		       (unsigned long long)(f1 - f0));
+	} else {
+		printf("missing mode not available here (user-mode-only "
+		       "userfaultfd or no kernel support)\n");
 	}
 	/* Without PROCMAP_QUERY (kernels before 6.11). */
 	CHECK(run_monitor_tests(0, 1));
