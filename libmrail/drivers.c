@@ -92,6 +92,12 @@ static int open_instance(struct mrail_engine *e, const char *name)
 		di->drv = NULL;
 		return MRAIL_ERR_CONFIG;
 	}
+	rc = mem_init(di);
+	if (rc) {
+		ops->close(di->drv);
+		di->drv = NULL;
+		return rc;
+	}
 	e->ndrv++;
 	return MRAIL_OK;
 }
@@ -141,6 +147,7 @@ void drivers_close(struct mrail_engine *e)
 {
 	for (unsigned i = 0; i < e->ndrv; i++)
 		if (e->drivers[i].drv) {
+			mem_fini(&e->drivers[i]);
 			e->drivers[i].ops->close(e->drivers[i].drv);
 			e->drivers[i].drv = NULL;
 		}

@@ -106,11 +106,11 @@ struct rma_key {
 	uint8_t key[MRAIL_WIRE_RKEY_MAX];
 };
 
-struct mem_reg;
+struct mrail_regcache_entry;
 /* One-sided rendezvous state of a request (rma.c). */
 struct rdv_rma {
 	/* Sender: its buffer registered with each RDMA driver instance. */
-	struct mem_reg *regs[MRAIL_MAX_DRIVERS];
+	struct mrail_regcache_entry *regs[MRAIL_MAX_DRIVERS];
 	/* Receiver: the sender's keys from before its RTS. */
 	unsigned nkeys;
 	struct rma_key keys[MRAIL_MAX_DRIVERS];
@@ -146,7 +146,7 @@ struct send_op {
 	size_t cap, len;           /* OP_PACKET buffer */
 	uint8_t *buf;
 	int has_busy;              /* OP_PACKET: holds a BUSY record */
-	struct mem_reg *reg;       /* OP_GET/OP_PUT: local registration */
+	struct mrail_regcache_entry *reg;       /* OP_GET/OP_PUT: local registration */
 	struct rma_chunk *chunk;   /* OP_PUT: the chunk it belongs to */
 };
 
@@ -210,6 +210,7 @@ struct drv_instance {
 	struct mrail_drv_caps caps;
 	unsigned index;              /* in engine->drivers */
 	char params[256];            /* this driver's MRAIL_DRIVER_PARAMS */
+	struct mrail_regcache *regcache; /* RDMA drivers (mem.c) */
 	char rails[256];             /* its "driver:name" MRAIL_RAILS entries,
 	                                names only, comma-separated */
 };
@@ -548,16 +549,13 @@ void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error);
 /* Frees an unexpected message never delivered (and its remote keys). */
 void unexpected_free(struct unexpected *u);
 
-/* mem.c: memory registration through the instance's cache */
-struct mem_reg {
-	struct mrail_drv_mr *mr;
-	uintptr_t addr;
-	size_t len;
-	void *entry;               /* the cache's entry */
-};
+/* mem.c: memory registration through the instance's cache; an entry's
+ * handle is the driver's struct mrail_drv_mr. */
+struct mrail_regcache_entry;
+int mem_init(struct drv_instance *di);
 int mem_reg_get(struct drv_instance *di, const void *addr, size_t len,
-		struct mem_reg **out);
-void mem_reg_put(struct drv_instance *di, struct mem_reg *reg);
+		struct mrail_regcache_entry **out);
+void mem_reg_put(struct drv_instance *di, struct mrail_regcache_entry *reg);
 void mem_fini(struct drv_instance *di);
 
 /* rma.c: one-sided rendezvous */

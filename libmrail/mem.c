@@ -1,45 +1,64 @@
 /*
  * Memory registration for RDMA driver instances. Every registration the
- * engine makes goes through here, so that one cache per instance
- * (libmrail/regcache.c) can keep them across messages.
+ * engine makes goes through one cache per instance (libmrail/regcache.c,
+ * docs/regcache.md), so buffers used again are not registered again, and
+ * memory given back to the system is never reached through a stale one.
  */
 #include "libmrail/engine.h"
+#include "libmrail/regcache.h"
 #include "util/log.h"
 
-#include <stdlib.h>
-
+/* One access set for every registration: cached entries serve reads,
+ * writes and local use alike. */
 #define MEM_ACCESS (MRAIL_DRV_ACCESS_LOCAL | MRAIL_DRV_ACCESS_REMOTE_READ | \
 		    MRAIL_DRV_ACCESS_REMOTE_WRITE)
 
-int mem_reg_get(struct drv_instance *di, const void *addr, size_t len,
-		struct mem_reg **out)
+static int reg(void *ctx, void *addr, size_t len, void **handle)
 {
-	struct mem_reg *m = calloc(1, sizeof *m);
-	if (!m)
-		return MRAIL_ERR_NOMEM;
-	int rc = di->ops->rma->mr_reg(di->drv, (void *)addr, len, MEM_ACCESS,
-				      &m->mr);
+	struct drv_instance *di = ctx;
+	struct mrail_drv_mr *mr;
+	int rc = di->ops->rma->mr_reg(di->drv, addr, len, MEM_ACCESS, &mr);
 	if (rc) {
 		mrail_error("%s: registering %zu bytes at %p failed: %s",
 			    di->ops->name, len, addr, mrail_strerror(rc));
-		free(m);
 		return rc;
 	}
-	m->addr = (uintptr_t)addr;
-	m->len = len;
-	*out = m;
+	*handle = mr;
 	return MRAIL_OK;
 }
 
-void mem_reg_put(struct drv_instance *di, struct mem_reg *m)
+static void dereg(void *ctx, void *handle)
 {
-	if (!m)
-		return;
-	di->ops->rma->mr_dereg(m->mr);
-	free(m);
+	struct drv_instance *di = ctx;
+	di->ops->rma->mr_dereg(handle);
 }
 
+static const struct mrail_regcache_ops cache_ops = {reg, dereg};
+
+int mem_init(struct drv_instance *di)
+{
+	if (!di->ops->rma)
+		return MRAIL_OK;
+	return mrail_regcache_create(&cache_ops, di, NULL, &di->regcache);
+}
+
+int mem_reg_get(struct drv_instance *di, const void *addr, size_t len,
+		struct mrail_regcache_entry **out)
+{
+	return mrail_regcache_get(di->regcache, addr, len, out);
+}
+
+void mem_reg_put(struct drv_instance *di, struct mrail_regcache_entry *reg)
+{
+	if (reg)
+		mrail_regcache_put(di->regcache, reg);
+}
+
+/* Before the driver closes: the cache deregisters what it keeps. */
 void mem_fini(struct drv_instance *di)
 {
-	(void)di;
+	if (di->regcache) {
+		mrail_regcache_destroy(di->regcache);
+		di->regcache = NULL;
+	}
 }

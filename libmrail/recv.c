@@ -205,11 +205,15 @@ static int ordered_arrival(struct mrail_engine *e, struct gate *g,
 static void on_bye(struct mrail_engine *e, struct rail *r)
 {
 	struct gate *g = r->gate;
-	unsigned byes = 0;
+	int all = 1;
 	r->bye_in = 1;
+	/* A rail that said BYE may already be closed (its connection ended
+	 * after the BYE, seen before the other rails' BYEs). */
 	for (unsigned i = 0; i < g->nrails; i++)
-		byes += g->rails[i] && g->rails[i]->bye_in;
-	if (byes == g->rails_up) {
+		if (g->rails[i] && !g->rails[i]->bye_in &&
+		    g->rails[i]->state != RAIL_CLOSED)
+			all = 0;
+	if (all) {
 		g->bye_received = 1;
 		gate_fail(e, g, MRAIL_ERR_PEER_CLOSED, "peer closed its engine");
 	}

@@ -13,6 +13,7 @@
  * one message may mix all three over its rails.
  */
 #include "libmrail/engine.h"
+#include "libmrail/regcache.h"
 #include "util/iov.h"
 #include "util/log.h"
 
@@ -86,7 +87,7 @@ static int put_key(struct drv_instance *di, struct mrail_request *r,
 	    (rc = mem_reg_get(di, r->iov[0].iov_base, r->iov[0].iov_len,
 			      &m->regs[di->index])))
 		return rc;
-	rc = di->ops->rma->mr_pack(m->regs[di->index]->mr, key, &klen);
+	rc = di->ops->rma->mr_pack((struct mrail_drv_mr *)m->regs[di->index]->handle, key, &klen);
 	if (rc || klen == 0 || klen > MRAIL_WIRE_RKEY_MAX) {
 		mrail_error("%s: packing a remote key failed (%zu bytes)",
 			    di->ops->name, klen);
@@ -261,10 +262,10 @@ static int post_ops(struct rail *rail, struct mrail_request *req, int kind,
 		uint64_t raddr = key->addr + offset + done;
 		rc = kind == OP_GET
 			     ? di->ops->rma->get(rail->ep, piece.iov_base, n,
-						 op->reg->mr, raddr, key->key,
+						 (struct mrail_drv_mr *)op->reg->handle, raddr, key->key,
 						 key->len, op)
 			     : di->ops->rma->put(rail->ep, piece.iov_base, n,
-						 op->reg->mr, raddr, key->key,
+						 (struct mrail_drv_mr *)op->reg->handle, raddr, key->key,
 						 key->len, op);
 		if (rc) {
 			mrail_list_remove(&op->link);
