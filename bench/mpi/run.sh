@@ -22,15 +22,18 @@ T=$(mktemp -d); export TMPDIR=$T
 trap '"$NL" down >/dev/null 2>&1; rm -rf "$T"' EXIT
 "$NL" up --hosts 2 --rails "$RATES" --base auto >"$OUT/netlab.log" 2>&1 ||
 	{ cat "$OUT/netlab.log"; exit 1; }
+# The management subnet (daemons' out-of-band traffic): "mgmt" in the
+# hosts, "$P-mgmt" in the root namespace, so name it by address.
+MGMT=$("$NL" addr h0 mgmt | sed -E 's/\.[0-9]+(\/[0-9]+)?$/.0\/24/')
 
 run() { # LABEL NPERHOST TEST MAX MCA...
 	local label=$1 per=$2 test=$3 max=$4
 	shift 4
 	timeout -k 5 600 mpirun --oversubscribe --bind-to none \
-		--mca plm_rsh_agent "$AGENT" --mca oob_tcp_if_include mgmt \
+		--mca plm_rsh_agent "$AGENT" --mca oob_tcp_if_include "$MGMT" \
 		--host "$P-h0:$per,$P-h1:$per" -n $((2 * per)) --map-by node "$@" \
 		"$B/bench/mpi/mpi-bench" "$test" "$max" "$label" 2>>"$OUT/err.log" |
-		grep -v '^label'
+		grep -v '^label' || echo "run $label $test failed (see $OUT/err.log)" >&2
 }
 CSV=$OUT/mpi-bench.csv
 echo "label,test,np,bytes,usec,MBps" >"$CSV"

@@ -38,7 +38,7 @@ if [ $ABORT = 1 ]; then
 	# loses its aggregated help text ("Data unpack would read past end of
 	# buffer" in show_help.c) in either stack: then its error log line and
 	# the non-zero exit are the report.
-	grep -Eq "MPI_ABORT was invoked on rank $((NP - 1))|MPI_ERRORS_ARE_FATAL|ORTE_ERROR_LOG: Data unpack.*show_help" \
+	grep -Eq "MPI_ABORT was invoked on rank $((NP - 1))|MPI_ERRORS_ARE_FATAL|ORTE_ERROR_LOG: .*show_help\.c" \
 		"$T/err" ||
 		{ echo "FAIL: mpirun did not report the abort"; show_err; exit 1; }
 	echo "abort reported by mpirun (exit $RC)"
