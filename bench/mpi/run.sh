@@ -52,5 +52,5 @@ for cfg in ob1-both ob1-best mrail; do
 done
 "$NL" rates --runs 1 >"$OUT/rates.txt" 2>&1
 cat "$CSV"
-python3 "$(dirname "$0")/plot.py" "$CSV" "$OUT/mpi-bench.png" ||
+/usr/bin/python3 "$(dirname "$0")/plot.py" "$CSV" "$OUT/mpi-bench.png" ||
 	echo "no plot (apt-get install python3-matplotlib)"
