@@ -3,7 +3,7 @@
 # does nothing when everything is already there).
 set -euo pipefail
 pkgs=(build-essential pkg-config meson ninja-build libhwloc-dev libfabric-dev
-      libibverbs-dev iproute2 python3 libpmix-dev openmpi-bin
+      libibverbs-dev iproute2 python3 libpmix-dev openmpi-bin libopenmpi-dev
       libudev-dev) # libudev-dev: hwloc's `pkg-config --static --libs` names -ludev
 missing=()
 for p in "${pkgs[@]}"; do

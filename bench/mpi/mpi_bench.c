@@ -1,0 +1,99 @@
+/*
+ * mpi-bench: ping-pong latency and bandwidth, streaming bandwidth with a
+ * window, allreduce time; by message size. Plain MPI, so the same binary
+ * compares transports (bench/mpi/run.sh, docs/mpi-ompi.md).
+ * usage: mpi-bench pingpong|stream|allreduce [MAX_BYTES] [LABEL]
+ * Prints CSV on rank 0: label,test,np,bytes,usec,MBps
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { WINDOW = 16 };
+
+static int iters_for(size_t n)
+{
+	if (n <= 65536)
+		return 200;
+	if (n <= (1 << 20))
+		return 40;
+	return 8;
+}
+
+int main(int argc, char **argv)
+{
+	int rank, np;
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &np);
+	const char *test = argc > 1 ? argv[1] : "pingpong";
+	size_t max = argc > 2 ? strtoull(argv[2], NULL, 0) : (16u << 20);
+	const char *label = argc > 3 ? argv[3] : "run";
+	size_t bufsz = !strcmp(test, "stream") ? max * WINDOW : max;
+	char *a = malloc(bufsz ? bufsz : 1), *b = malloc(bufsz ? bufsz : 1);
+	memset(a, 1, bufsz);
+	memset(b, 0, bufsz);
+	int peer = rank ^ 1;
+	if (rank == 0)
+		printf("label,test,np,bytes,usec,MBps\n");
+	for (size_t n = 8; n <= max; n *= 4) {
+		int it = iters_for(n), warm = it / 10 + 1;
+		double t = 0;
+		for (int k = -warm; k < it; k++) {
+			MPI_Barrier(MPI_COMM_WORLD);
+			double t0 = MPI_Wtime();
+			if (!strcmp(test, "pingpong") && peer < np) {
+				if (rank % 2 == 0) {
+					MPI_Send(a, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+					MPI_Recv(b, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD,
+						 MPI_STATUS_IGNORE);
+				} else {
+					MPI_Recv(b, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD,
+						 MPI_STATUS_IGNORE);
+					MPI_Send(a, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+				}
+			} else if (!strcmp(test, "stream") && peer < np) {
+				MPI_Request r[WINDOW];
+				for (int w = 0; w < WINDOW; w++) {
+					if (rank % 2 == 0)
+						MPI_Isend(a + w * n, (int)n, MPI_BYTE, peer, 2,
+							  MPI_COMM_WORLD, &r[w]);
+					else
+						MPI_Irecv(b + w * n, (int)n, MPI_BYTE, peer, 2,
+							  MPI_COMM_WORLD, &r[w]);
+				}
+				MPI_Waitall(WINDOW, r, MPI_STATUSES_IGNORE);
+				/* The sender's clock stops at the receiver's ack. */
+				char ack = 0;
+				if (rank % 2 == 0)
+					MPI_Recv(&ack, 1, MPI_BYTE, peer, 3, MPI_COMM_WORLD,
+						 MPI_STATUS_IGNORE);
+				else
+					MPI_Send(&ack, 1, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
+			} else if (!strcmp(test, "allreduce")) {
+				if (n < 8)
+					continue;
+				MPI_Allreduce(a, b, (int)(n / 8), MPI_DOUBLE, MPI_SUM,
+					      MPI_COMM_WORLD);
+			}
+			if (k >= 0)
+				t += MPI_Wtime() - t0;
+		}
+		double us = t / it * 1e6, mbps = 0;
+		if (!strcmp(test, "pingpong")) {
+			us /= 2; /* one way */
+			mbps = n / us;
+		} else if (!strcmp(test, "stream")) {
+			mbps = (double)n * WINDOW / us;
+		}
+		if (rank == 0)
+			printf("%s,%s,%d,%zu,%.2f,%.1f\n", label, test, np, n, us,
+			       mbps);
+		fflush(stdout);
+	}
+	free(a);
+	free(b);
+	MPI_Finalize();
+	return 0;
+}

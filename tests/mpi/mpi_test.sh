@@ -1,0 +1,48 @@
+#!/bin/bash
+# Run one MPI test program under mpirun with one transport stack.
+# usage: mpi_test.sh STACK NP MPIRUN MCA_DIR SYS_MCA_DIR PROG [ARGS...]
+#   STACK: mrail (pml cm + mtl mrail) | ob1 (pml ob1 + btl self,tcp: proves
+#   the test itself) ; PROG "abort:PATH" expects the job to be aborted.
+# Exits 77 (skipped) without Open MPI's mpirun.
+set -u
+STACK=$1 NP=$2 MPIRUN=$3 MCA_DIR=$4 SYS_MCA_DIR=$5 PROG=$6
+shift 6
+[ -x "$MPIRUN" ] && "$MPIRUN" --version 2>/dev/null | grep -q 'Open MPI' ||
+	{ echo "no Open MPI mpirun: skipped"; exit 77; }
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/mrail-mpi-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+# Own session directory: concurrent mpiruns race on /tmp/ompi.HOST.UID.
+export TMPDIR=$T
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_mca_base_component_path="$MCA_DIR:$SYS_MCA_DIR"
+case $STACK in
+mrail) MCA=(--mca pml cm --mca mtl mrail) ;;
+ob1) MCA=(--mca pml ob1 --mca btl self,tcp) ;;
+*) echo "unknown stack $STACK"; exit 2 ;;
+esac
+ABORT=0
+case $PROG in abort:*) ABORT=1 PROG=${PROG#abort:} ;; esac
+
+timeout -k 5 120 "$MPIRUN" --oversubscribe --bind-to none -n "$NP" \
+	"${MCA[@]}" "$PROG" "$@" >"$T/out" 2>"$T/err" </dev/null
+RC=$?
+cat "$T/out"
+show_err() { echo "--- stderr:"; cat "$T/err"; }
+if [ $RC -eq 124 ] || [ $RC -eq 137 ]; then
+	echo "FAIL: the job hung (killed after 120 s)"; show_err; exit 1
+fi
+if [ $ABORT = 1 ]; then
+	[ $RC -ne 0 ] || { echo "FAIL: aborted job exited 0"; show_err; exit 1; }
+	# mpirun's notice names the rank; Debian's ORTE 4.1.4 sometimes
+	# loses its aggregated help text ("Data unpack would read past end of
+	# buffer" in show_help.c) in either stack: then its error log line and
+	# the non-zero exit are the report.
+	grep -Eq "MPI_ABORT was invoked on rank $((NP - 1))|MPI_ERRORS_ARE_FATAL|ORTE_ERROR_LOG: .*show_help\.c" \
+		"$T/err" ||
+		{ echo "FAIL: mpirun did not report the abort"; show_err; exit 1; }
+	echo "abort reported by mpirun (exit $RC)"
+	exit 0
+fi
+[ $RC -eq 0 ] || { echo "FAIL: exit status $RC"; show_err; exit 1; }
+grep -q "processes OK" "$T/out" || { echo "FAIL: no OK line"; show_err; exit 1; }
