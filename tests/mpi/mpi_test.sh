@@ -18,7 +18,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mca_base_component_path="$MCA_DIR:$SYS_MCA_DIR"
 case $STACK in
 mrail) MCA=(--mca pml cm --mca mtl mrail) ;;
-ob1) MCA=(--mca pml ob1 --mca btl self,tcp) ;;
+ob1) MCA=(--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo) ;;
 *) echo "unknown stack $STACK"; exit 2 ;;
 esac
 ABORT=0
