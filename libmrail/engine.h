@@ -382,6 +382,14 @@ int threads_init(struct mrail_engine *e);
 /* Called first by the progress thread: it is not an application thread. */
 void threads_progress_thread(struct mrail_engine *e);
 
+/* engine.c: life cycle (the API takes the lock around init and close) */
+struct mrail_engine *engine_alloc(void);
+int engine_init(struct mrail_engine *e, const struct mrail_config *cfg);
+/* Flush, say BYE, wait for the peers' BYEs (bounded by finalize_timeout). */
+void engine_close(struct mrail_engine *e);
+/* Lock not held; no other thread may use e any more. */
+void engine_free(struct mrail_engine *e);
+
 /* config.c */
 int config_copy_strings(struct mrail_engine *e, const struct mrail_config *c);
 void config_free_strings(struct mrail_engine *e);
@@ -419,6 +427,15 @@ void request_free(struct mrail_engine *e, struct mrail_request *r);
 void requests_init(struct mrail_engine *e);
 /* Engine destroy: frees every request, unexpected and probed message. */
 void requests_fini(struct mrail_engine *e);
+/* Complete and its callback (if any) returned: test/wait may report it. */
+int request_collectable(const struct mrail_request *r);
+/* The user takes the status back; complete implies no driver reference
+ * (outstanding == 0), so the request goes at once. */
+void request_finish(struct mrail_engine *e, struct mrail_request *r,
+		    mrail_status_t *st);
+int request_cancel(struct mrail_engine *e, struct mrail_request *r);
+int request_set_callback(struct mrail_engine *e, struct mrail_request *r,
+			 mrail_request_cb_t cb, void *ctx);
 /* Runs due callbacks; lock NOT held. Returns how many ran. */
 int request_run_callbacks(struct mrail_engine *e);
 uint64_t handle_assign(struct mrail_engine *e, struct mrail_request *r);
@@ -436,6 +453,11 @@ struct drv_instance *drivers_find(struct mrail_engine *e, const char *name);
 /* hooks.c: per-connection hooks of the layer above */
 void hooks_rail_up(struct mrail_engine *e, struct rail *r);
 void hooks_rail_down(struct mrail_engine *e, struct rail *r);
+/* mrail_set_rail_hooks(): down on every rail, replace, up again. */
+void hooks_set(struct mrail_engine *e, const struct mrail_rail_hooks *hooks,
+	       void *ctx);
+int hooks_rail_conn(struct mrail_engine *e, mrail_peer_t peer, int rail,
+		    struct mrail_rail_conn *conn, void **state);
 
 /* address.c: the address blob (docs/wire.md) */
 struct remote_ep {
@@ -477,6 +499,10 @@ struct gate *gate_get(struct mrail_engine *e, mrail_peer_t id);
 void gate_fail(struct mrail_engine *e, struct gate *g, int error,
 	       const char *why);
 void gate_free(struct mrail_engine *e, struct gate *g);
+int gate_rail_info(struct mrail_engine *e, mrail_peer_t peer, int rail,
+		   struct mrail_rail_info *info);
+int gate_rail_stats(struct mrail_engine *e, mrail_peer_t peer, int rail,
+		    struct mrail_rail_stats *st);
 
 /* handshake.c */
 extern const struct mrail_drv_upcalls engine_upcalls;
@@ -532,11 +558,21 @@ unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views,
 			 enum view_dir dir);
 
 /* send.c */
+/* A new send request to dest, queued (or sent to self); *out on success. */
+int send_start(struct mrail_engine *e, mrail_peer_t dest,
+	       const struct iovec *iov, int iovcnt, const void *buf, size_t len,
+	       uint64_t tag, const struct mrail_req_args *args,
+	       struct mrail_request **out);
 int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r);
 void gate_schedule(struct mrail_engine *e, struct gate *g);
 void schedule_pending(struct mrail_engine *e);
 
 /* recv.c */
+/* A new receive request, matched at once or posted; *out on success. */
+int recv_start(struct mrail_engine *e, mrail_peer_t src,
+	       const struct iovec *iov, int iovcnt, void *buf, size_t len,
+	       uint64_t tag, uint64_t mask, const struct mrail_req_args *args,
+	       struct mrail_request **out);
 void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 		    size_t len);
 int recv_post(struct mrail_engine *e, struct mrail_request *r);
@@ -615,6 +651,16 @@ void sync_on_ack(struct mrail_engine *e, struct rail *r, uint64_t send_id);
 void recv_take(struct mrail_engine *e, struct mrail_request *r,
 	       struct unexpected *u);
 
+/* probe.c */
+/* Progress, then look for a match; *flag = 1 if found (msg: take it). */
+int probe_run(struct mrail_engine *e, mrail_peer_t src, uint64_t tag,
+	      uint64_t mask, int *flag, mrail_message_t **msg,
+	      mrail_status_t *st);
+/* Receive a message improbe took; MRAIL_ERR_INVALID if msg is not one. */
+int probe_imrecv(struct mrail_engine *e, const struct iovec *iov, int iovcnt,
+		 void *buf, size_t len, mrail_message_t *msg,
+		 const struct mrail_req_args *args, struct mrail_request **out);
+
 /* self.c */
 int self_send(struct mrail_engine *e, struct gate *g, struct mrail_request *r);
 void self_match(struct mrail_engine *e, struct mrail_request *recv,
@@ -623,7 +669,9 @@ void self_match(struct mrail_engine *e, struct mrail_request *recv,
 /* progress.c */
 int engine_progress(struct mrail_engine *e);
 int progress_thread_start(struct mrail_engine *e);
-void progress_thread_stop(struct mrail_engine *e);
+/* Stopping: ask under the lock, then join without it. */
+void progress_thread_ask_stop(struct mrail_engine *e);
+void progress_thread_join(struct mrail_engine *e);
 void engine_idle_wait(struct mrail_engine *e, int timeout_ms);
 
 #endif

@@ -59,11 +59,6 @@ int threads_init(struct mrail_engine *e)
 	return MRAIL_OK;
 }
 
-MRAIL_API int mrail_thread_level(const mrail_engine_t *e)
-{
-	return e ? e->thread_level : MRAIL_ERR_INVALID;
-}
-
 void threads_progress_thread(struct mrail_engine *e)
 {
 	__atomic_store_n(&e->progress_owner, self_id(), __ATOMIC_RELAXED);
