@@ -21,7 +21,7 @@ MRAIL_API uint32_t mrail_size(const mrail_engine_t *e)
 
 MRAIL_API int mrail_thread_level(const mrail_engine_t *e)
 {
-	return e ? e->thread_level : MRAIL_ERR_INVALID;
+	return e ? (int)e->thread_level : MRAIL_ERR_INVALID;
 }
 
 MRAIL_API int mrail_engine_create(const struct mrail_config *cfg,

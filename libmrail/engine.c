@@ -37,10 +37,17 @@ static int gates_ready(struct mrail_engine *e, int *failed)
 	int ready = 1;
 	*failed = 0;
 	for (uint32_t i = 0; i < e->ngates; i++) {
-		if (e->gates[i]->state == GATE_CONNECTING)
+		switch (e->gates[i]->state) {
+		case GATE_CONNECTING:
 			ready = 0;
-		else if (e->gates[i]->state != GATE_UP)
+			break;
+		case GATE_UP:
+			break;
+		case GATE_CLOSED:
+		case GATE_FAILED:
 			*failed = 1;
+			break;
+		}
 	}
 	return ready || *failed;
 }

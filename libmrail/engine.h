@@ -50,6 +50,15 @@
 
 #include <stdio.h>
 
+/*
+ * A switch over an engine state (request phase, rail or gate state, op or
+ * message kind, rendezvous protocol) names every value, so adding one
+ * shows every place to decide. As a pragma because libmrail/ shares one
+ * build target with the other folders: this covers every file that
+ * includes engine.h.
+ */
+#pragma GCC diagnostic error "-Wswitch-enum"
+
 #define MRAIL_EAGER_MAX_LIMIT (1u << 20)
 #define MRAIL_EAGER_MAX_DEFAULT 32768
 
@@ -79,7 +88,7 @@ struct mrail_engine {
 	unsigned ndrv;                 /* driver instances */
 	struct drv_instance drivers[MRAIL_MAX_DRIVERS];
 	size_t max_head;               /* smallest over the instances */
-	int rdv_protocol;              /* enum rdv_protocol (MRAIL_RDV) */
+	enum rdv_protocol rdv_protocol; /* MRAIL_RDV */
 
 	const struct mrail_strategy_ops *strategy;
 	void *strategy_state;
@@ -115,7 +124,7 @@ struct mrail_engine {
 	/* libmrail/threads.c. The level is fixed before any other thread can
 	 * see the engine; the thread ids are TLS addresses (0: none) read
 	 * by other threads only through atomics (debug lock checks). */
-	int thread_level;              /* enum mrail_thread_level */
+	enum mrail_thread_level thread_level;
 	uintptr_t lock_owner;          /* thread holding e->lock */
 	uintptr_t creator;             /* thread that created the engine */
 	uintptr_t progress_owner;      /* the progress thread */

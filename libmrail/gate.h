@@ -35,7 +35,7 @@ struct gate {
 	mrail_peer_t id;
 	uint64_t uuid;
 	int self;
-	int state;
+	enum gate_state state;
 	int error;                /* why it failed */
 	int bye_received;
 	char name[32];            /* "rank 3" / "peer 3" for logs */

@@ -36,7 +36,7 @@ enum send_op_kind { OP_PACKET, OP_DATA, OP_GET, OP_PUT };
 
 struct send_op {
 	struct mrail_list link; /* rail->posted, or the free list */
-	int kind;
+	enum send_op_kind kind;
 	struct rail *rail;
 	struct mrail_request *req; /* OP_DATA: the send it serves */
 	uint64_t bytes;            /* payload bytes carried */
@@ -52,7 +52,7 @@ struct rail {
 	struct mrail_engine *engine;
 	struct gate *gate;        /* NULL until authenticated */
 	unsigned index;           /* within the gate */
-	int state;
+	enum rail_state state;
 	struct local_rail *local; /* the listener/driver it belongs to */
 	struct mrail_drv_ep *ep;
 	double deadline;          /* handshake must finish before */

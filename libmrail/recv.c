@@ -46,17 +46,19 @@ void recv_deliver_eager(struct mrail_engine *e, struct mrail_request *r,
 void recv_take(struct mrail_engine *e, struct mrail_request *r,
 	       struct unexpected *u)
 {
-	if (u->kind == UNEXP_SELF) {
+	switch (u->kind) {
+	case UNEXP_SELF:
 		self_match(e, r, u);
 		return;
-	}
-	if (u->kind == UNEXP_EAGER) {
+	case UNEXP_EAGER:
 		recv_deliver_eager(e, r, u->gate, u->tag, u->data, u->len);
 		if (u->send_id) /* synchronous send: it is matched now */
 			sync_ack_send(e, u->gate, u->send_id);
-	} else {
+		break;
+	case UNEXP_RTS:
 		rdv_recv_start(e, r, u->gate, u->tag, u->len, u->send_id,
 			       u->rma);
+		break;
 	}
 	free(u);
 }

@@ -23,7 +23,7 @@ struct rdv_rma;
 enum unexp_kind { UNEXP_EAGER, UNEXP_RTS, UNEXP_SELF };
 struct unexpected {
 	struct mrail_list link;
-	int kind;
+	enum unexp_kind kind;
 	struct gate *gate;
 	uint64_t seq;             /* for the out-of-order list */
 	uint64_t tag;

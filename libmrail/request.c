@@ -7,7 +7,7 @@
 #include <string.h>
 
 static void request_init(struct mrail_engine *e, struct mrail_request *r,
-			 int kind)
+			 enum req_kind kind)
 {
 	memset(r, 0, sizeof *r);
 	mrail_list_init(&r->link);
@@ -43,7 +43,8 @@ static int request_set_buffer(struct mrail_request *r, const struct iovec *iov,
 	return MRAIL_OK;
 }
 
-struct mrail_request *request_new_x(struct mrail_engine *e, int kind,
+struct mrail_request *request_new_x(struct mrail_engine *e,
+				    enum req_kind kind,
 				    const struct iovec *iov, int iovcnt,
 				    const void *buf, size_t len,
 				    const struct mrail_req_args *args)
@@ -69,7 +70,8 @@ struct mrail_request *request_new_x(struct mrail_engine *e, int kind,
 	return r;
 }
 
-struct mrail_request *request_new(struct mrail_engine *e, int kind,
+struct mrail_request *request_new(struct mrail_engine *e,
+				  enum req_kind kind,
 				  const struct iovec *iov, int iovcnt,
 				  const void *buf, size_t len)
 {

@@ -57,8 +57,8 @@ struct mrail_request {
 	int failing;            /* failed; completes when outstanding is 0 */
 	uint64_t sync_id;       /* recv: SYNC_ACK owed to the sender (0: none) */
 	struct mrail_list gate_link; /* rdv requests of a gate (failure) */
-	int kind;
-	int phase;
+	enum req_kind kind;
+	enum req_phase phase;
 	mrail_status_t status;
 	struct gate *gate;      /* send: destination; recv: source when
 	                           matched (NULL while posted from any) */
@@ -88,11 +88,13 @@ static inline int buffer_args_valid(const struct iovec *iov, int iovcnt,
 }
 
 /* request.c */
-struct mrail_request *request_new(struct mrail_engine *e, int kind,
+struct mrail_request *request_new(struct mrail_engine *e,
+				  enum req_kind kind,
 				  const struct iovec *iov, int iovcnt,
 				  const void *buf, size_t len);
 /* With caller storage and options (args already validated). */
-struct mrail_request *request_new_x(struct mrail_engine *e, int kind,
+struct mrail_request *request_new_x(struct mrail_engine *e,
+				    enum req_kind kind,
 				    const struct iovec *iov, int iovcnt,
 				    const void *buf, size_t len,
 				    const struct mrail_req_args *args);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mrail.h"
 #include "libmrail/drivers.h"
 #include "libmrail/wire.h"
 
@@ -47,7 +48,14 @@ struct rma_chunk {
 };
 
 /* rma.c: one-sided rendezvous */
-enum rdv_protocol { RDV_AUTO, RDV_GET, RDV_PUT, RDV_SEND };
+/* The public MRAIL_RDV_* values (cfg.rdv_protocol), by internal names. */
+enum rdv_protocol {
+	RDV_AUTO = MRAIL_RDV_AUTO,
+	RDV_GET = MRAIL_RDV_GET,
+	RDV_PUT = MRAIL_RDV_PUT,
+	RDV_SEND = MRAIL_RDV_SEND,
+};
+/* Its position in "auto", "get", "put", "send" (MRAIL_RDV), or -1. */
 int rma_parse_protocol(const char *s);
 size_t rma_rts_room(const struct mrail_engine *e, const struct gate *g);
 int rma_put_send_keys(struct mrail_engine *e, struct gate *g,

@@ -28,7 +28,7 @@ static uintptr_t self_id(void)
 	return (uintptr_t)&thread_marker;
 }
 
-static const char *level_name(int level)
+static const char *level_name(enum mrail_thread_level level)
 {
 	switch (level) {
 	case MRAIL_THREAD_SINGLE: return "single";
