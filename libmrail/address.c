@@ -68,6 +68,7 @@ static void put_str(struct writer *w, const char *s)
 
 int address_encode(struct mrail_engine *e, void *buf, size_t *len)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	uint8_t tmp[MRAIL_ADDR_MAX];
 	struct writer w = {tmp, 0, sizeof tmp, 0};
 	struct addr_hdr h = {ADDR_MAGIC | ADDR_VERSION, (uint16_t)e->nnetif, 0,

@@ -8,16 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-MRAIL_API uint32_t mrail_rank(const mrail_engine_t *e)
-{
-	return e ? e->rank : 0;
-}
-
-MRAIL_API uint32_t mrail_size(const mrail_engine_t *e)
-{
-	return e ? e->size : 0;
-}
-
 static int select_strategy(struct mrail_engine *e)
 {
 	char name[64];
@@ -47,10 +37,17 @@ static int gates_ready(struct mrail_engine *e, int *failed)
 	int ready = 1;
 	*failed = 0;
 	for (uint32_t i = 0; i < e->ngates; i++) {
-		if (e->gates[i]->state == GATE_CONNECTING)
+		switch (e->gates[i]->state) {
+		case GATE_CONNECTING:
 			ready = 0;
-		else if (e->gates[i]->state != GATE_UP)
+			break;
+		case GATE_UP:
+			break;
+		case GATE_CLOSED:
+		case GATE_FAILED:
 			*failed = 1;
+			break;
+		}
 	}
 	return ready || *failed;
 }
@@ -186,11 +183,11 @@ static int bootstrap_wireup(struct mrail_engine *e,
 	return MRAIL_OK;
 }
 
-static void engine_free(struct mrail_engine *e);
-
-static int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
+int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 {
 	int rc;
+
+	ENGINE_ASSERT_LOCKED(e);
 
 	if (cfg->version != MRAIL_CONFIG_VERSION) {
 		mrail_error("struct mrail_config version %u, expected %u: "
@@ -266,23 +263,11 @@ static int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 	return MRAIL_OK;
 }
 
-MRAIL_API int mrail_engine_create(const struct mrail_config *cfg,
-				  mrail_engine_t **out)
+struct mrail_engine *engine_alloc(void)
 {
-	struct mrail_config defaults;
-	int rc;
-
-	if (!out)
-		return MRAIL_ERR_INVALID;
-	*out = NULL;
-	if (!cfg) {
-		if ((rc = mrail_config_init(&defaults)))
-			return rc;
-		cfg = &defaults;
-	}
 	struct mrail_engine *e = calloc(1, sizeof *e);
 	if (!e)
-		return MRAIL_ERR_NOMEM;
+		return NULL;
 	pthread_mutex_init(&e->lock, NULL);
 	mrail_list_init(&e->handshaking);
 	mrail_list_init(&e->sched_gates);
@@ -291,15 +276,7 @@ MRAIL_API int mrail_engine_create(const struct mrail_config *cfg,
 	mrail_list_init(&e->free_ops);
 	requests_init(e);
 	e->wake_fd = -1;
-	engine_lock(e);
-	rc = engine_init(e, cfg);
-	engine_unlock(e);
-	if (rc) {
-		engine_free(e);
-		return rc;
-	}
-	*out = e;
-	return MRAIL_OK;
+	return e;
 }
 
 /* ---- destroy ---------------------------------------------------------- */
@@ -356,8 +333,9 @@ static void send_byes(struct mrail_engine *e)
  * after everything else we sent on it), then wait for the peers' BYEs so
  * that no connection is torn down with data still in flight.
  */
-static void engine_close(struct mrail_engine *e)
+void engine_close(struct mrail_engine *e)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	double deadline = mrail_now() + e->cfg.finalize_timeout;
 
 	while (!sends_flushed(e) && mrail_now() < deadline)
@@ -376,7 +354,7 @@ static void engine_close(struct mrail_engine *e)
 				    e->gates[i]->name, e->cfg.finalize_timeout);
 }
 
-static void engine_free(struct mrail_engine *e)
+void engine_free(struct mrail_engine *e)
 {
 	struct mrail_list *pos, *tmp;
 
@@ -406,16 +384,4 @@ static void engine_free(struct mrail_engine *e)
 	config_free_strings(e);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
-}
-
-MRAIL_API int mrail_engine_destroy(mrail_engine_t *e)
-{
-	if (!e)
-		return MRAIL_ERR_INVALID;
-	progress_thread_stop(e);
-	engine_lock(e);
-	engine_close(e);
-	engine_unlock(e);
-	engine_free(e);
-	return MRAIL_OK;
 }

@@ -110,6 +110,7 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 int gate_add(struct mrail_engine *e, const void *addr, size_t len,
 	     mrail_peer_t *out)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	struct peer_address pa;
 	const char *why = NULL;
 	char reason[1024];
@@ -208,105 +209,49 @@ void gate_free(struct mrail_engine *e, struct gate *g)
 	free(g);
 }
 
-/* ---- API -------------------------------------------------------------- */
+/* ---- what the API reports about a gate's rails ------------------------ */
 
-MRAIL_API int mrail_address(mrail_engine_t *e, void *buf, size_t *len)
+int gate_rail_info(struct mrail_engine *e, mrail_peer_t peer, int rail,
+		   struct mrail_rail_info *info)
 {
-	if (!e || !buf || !len)
-		return MRAIL_ERR_INVALID;
-	engine_lock(e);
-	int rc = address_encode(e, buf, len);
-	engine_unlock(e);
-	return rc;
-}
-
-MRAIL_API int mrail_peer_add(mrail_engine_t *e, const void *addr, size_t len,
-			     mrail_peer_t *peer)
-{
-	if (!e || !addr || !peer)
-		return MRAIL_ERR_INVALID;
-	engine_lock(e);
-	int rc = gate_add(e, addr, len, peer);
-	engine_unlock(e);
-	return rc;
-}
-
-/* The lock is taken through a cast: mrail_peer_add() may grow e->gates
- * meanwhile, and the lock is not part of the engine's logical state. */
-MRAIL_API uint32_t mrail_peer_count(const mrail_engine_t *e)
-{
-	if (!e)
-		return 0;
-	engine_lock((struct mrail_engine *)e);
-	uint32_t n = e->ngates;
-	engine_unlock((struct mrail_engine *)e);
-	return n;
-}
-
-MRAIL_API int mrail_rail_count(const mrail_engine_t *e, mrail_peer_t peer)
-{
-	if (!e)
-		return MRAIL_ERR_INVALID;
-	engine_lock((struct mrail_engine *)e);
-	struct gate *g = peer < e->ngates ? e->gates[peer] : NULL;
-	int n = g ? (int)g->nrails : MRAIL_ERR_NOT_FOUND;
-	engine_unlock((struct mrail_engine *)e);
-	return n;
-}
-
-MRAIL_API int mrail_rail_info(mrail_engine_t *e, mrail_peer_t peer, int rail,
-			      struct mrail_rail_info *info)
-{
-	if (!e || !info)
-		return MRAIL_ERR_INVALID;
-	engine_lock(e);
+	ENGINE_ASSERT_LOCKED(e);
 	struct gate *g = gate_get(e, peer);
-	int rc = MRAIL_OK;
-	if (!g || rail < 0 || (unsigned)rail >= g->nrails || !g->plan) {
-		rc = MRAIL_ERR_NOT_FOUND;
-	} else {
-		const struct rail_plan *p = &g->plan[rail];
-		const struct local_rail *l = &e->local[p->local_ep];
-		const struct rail *r = g->rails[rail];
-		memset(info, 0, sizeof *info);
-		snprintf(info->driver, sizeof info->driver, "%s", l->ops->name);
-		snprintf(info->local_if, sizeof info->local_if, "%s", p->local_if);
-		snprintf(info->remote_if, sizeof info->remote_if, "%s",
-			 p->remote_if);
-		if (r) {
-			snprintf(info->local_addr, sizeof info->local_addr, "%s",
-				 r->stats.local);
-			snprintf(info->remote_addr, sizeof info->remote_addr,
-				 "%s", r->stats.remote);
-			info->up = r->state == RAIL_UP;
-			snprintf(info->model, sizeof info->model, "%s",
-				 r->model_source ? r->model_source : "default");
-			info->latency = r->latency;
-			info->bandwidth = r->bandwidth;
-			info->threshold = r->threshold;
-		}
-		info->conn_type = p->conn_type;
-		info->speed_mbps = l->netif >= 0
-			? e->netifs[l->netif].speed_mbps : 0;
+	if (!g || rail < 0 || (unsigned)rail >= g->nrails || !g->plan)
+		return MRAIL_ERR_NOT_FOUND;
+	const struct rail_plan *p = &g->plan[rail];
+	const struct local_rail *l = &e->local[p->local_ep];
+	const struct rail *r = g->rails[rail];
+	memset(info, 0, sizeof *info);
+	snprintf(info->driver, sizeof info->driver, "%s", l->ops->name);
+	snprintf(info->local_if, sizeof info->local_if, "%s", p->local_if);
+	snprintf(info->remote_if, sizeof info->remote_if, "%s", p->remote_if);
+	if (r) {
+		snprintf(info->local_addr, sizeof info->local_addr, "%s",
+			 r->stats.local);
+		snprintf(info->remote_addr, sizeof info->remote_addr, "%s",
+			 r->stats.remote);
+		info->up = r->state == RAIL_UP;
+		snprintf(info->model, sizeof info->model, "%s",
+			 r->model_source ? r->model_source : "default");
+		info->latency = r->latency;
+		info->bandwidth = r->bandwidth;
+		info->threshold = r->threshold;
 	}
-	engine_unlock(e);
-	return rc;
+	info->conn_type = p->conn_type;
+	info->speed_mbps = l->netif >= 0 ? e->netifs[l->netif].speed_mbps : 0;
+	return MRAIL_OK;
 }
 
-MRAIL_API int mrail_rail_stats(mrail_engine_t *e, mrail_peer_t peer, int rail,
-			       struct mrail_rail_stats *st)
+int gate_rail_stats(struct mrail_engine *e, mrail_peer_t peer, int rail,
+		    struct mrail_rail_stats *st)
 {
-	if (!e || !st)
-		return MRAIL_ERR_INVALID;
-	engine_lock(e);
+	ENGINE_ASSERT_LOCKED(e);
 	struct gate *g = gate_get(e, peer);
-	int rc = MRAIL_OK;
 	if (!g || rail < 0 || (unsigned)rail >= g->nrails)
-		rc = MRAIL_ERR_NOT_FOUND;
-	else if (g->rails[rail])
+		return MRAIL_ERR_NOT_FOUND;
+	if (g->rails[rail])
 		rail_read_stats(g->rails[rail], st);
 	else
 		memset(st, 0, sizeof *st);
-	engine_unlock(e);
-	return rc;
+	return MRAIL_OK;
 }

@@ -54,13 +54,10 @@ void hooks_rail_down(struct mrail_engine *e, struct rail *r)
 	r->hook_state = NULL;
 }
 
-MRAIL_API int mrail_set_rail_hooks(mrail_engine_t *e,
-				   const struct mrail_rail_hooks *hooks,
-				   void *ctx)
+void hooks_set(struct mrail_engine *e, const struct mrail_rail_hooks *hooks,
+	       void *ctx)
 {
-	if (!e)
-		return MRAIL_ERR_INVALID;
-	engine_lock(e);
+	ENGINE_ASSERT_LOCKED(e);
 	for (uint32_t i = 0; i < e->ngates; i++)
 		for (unsigned k = 0; k < e->gates[i]->nrails; k++)
 			if (e->gates[i]->rails[k])
@@ -75,28 +72,20 @@ MRAIL_API int mrail_set_rail_hooks(mrail_engine_t *e,
 			if (r && r->state == RAIL_UP)
 				hooks_rail_up(e, r);
 		}
-	engine_unlock(e);
-	return MRAIL_OK;
 }
 
-MRAIL_API int mrail_rail_conn(mrail_engine_t *e, mrail_peer_t peer, int rail,
-			      struct mrail_rail_conn *conn, void **state)
+int hooks_rail_conn(struct mrail_engine *e, mrail_peer_t peer, int rail,
+		    struct mrail_rail_conn *conn, void **state)
 {
 	static __thread struct mrail_drv_ep_info info;
-	if (!e || !conn)
-		return MRAIL_ERR_INVALID;
-	engine_lock(e);
+	ENGINE_ASSERT_LOCKED(e);
 	struct gate *g = gate_get(e, peer);
-	int rc = MRAIL_OK;
-	if (!g || rail < 0 || (unsigned)rail >= g->nrails || !g->rails[rail]) {
-		rc = MRAIL_ERR_NOT_FOUND;
-	} else {
-		/* The addresses point into thread-local storage: valid until
-		 * this thread's next call. */
-		conn_of(g->rails[rail], conn, &info);
-		if (state)
-			*state = g->rails[rail]->hook_state;
-	}
-	engine_unlock(e);
-	return rc;
+	if (!g || rail < 0 || (unsigned)rail >= g->nrails || !g->rails[rail])
+		return MRAIL_ERR_NOT_FOUND;
+	/* The addresses point into thread-local storage: valid until this
+	 * thread's next call. */
+	conn_of(g->rails[rail], conn, &info);
+	if (state)
+		*state = g->rails[rail]->hook_state;
+	return MRAIL_OK;
 }

@@ -19,16 +19,6 @@ int engine_progress(struct mrail_engine *e)
 	return events;
 }
 
-MRAIL_API int mrail_progress(mrail_engine_t *e)
-{
-	if (!e)
-		return MRAIL_ERR_INVALID;
-	engine_lock(e);
-	int n = engine_progress(e);
-	engine_unlock(e);
-	return n + request_run_callbacks(e); /* lock released: they may post */
-}
-
 /* Sleep until a driver has something or timeout_ms passes (lock not held). */
 void engine_idle_wait(struct mrail_engine *e, int timeout_ms)
 {
@@ -51,6 +41,9 @@ static void *progress_main(void *arg)
 	for (unsigned i = 0; i < n; i++)
 		p[i + 1] = (struct pollfd){fds[i], POLLIN, 0};
 	threads_progress_thread(e);
+	/* This loop takes the engine lock itself, as only api*.c and
+	 * callback running otherwise do: the thread enters the engine on
+	 * its own, like an application thread calling the API. */
 	for (;;) {
 		engine_lock(e);
 		int stop = e->progress_thread_stop;
@@ -88,14 +81,18 @@ int progress_thread_start(struct mrail_engine *e)
 	return MRAIL_OK;
 }
 
-void progress_thread_stop(struct mrail_engine *e)
+void progress_thread_ask_stop(struct mrail_engine *e)
+{
+	ENGINE_ASSERT_LOCKED(e);
+	if (e->progress_thread_running)
+		e->progress_thread_stop = 1;
+}
+
+void progress_thread_join(struct mrail_engine *e)
 {
 	uint64_t one = 1;
 	if (!e->progress_thread_running)
 		return;
-	engine_lock(e);
-	e->progress_thread_stop = 1;
-	engine_unlock(e);
 	if (write(e->wake_fd, &one, sizeof one) < 0)
 		mrail_debug("progress thread wake-up: %s", strerror(errno));
 	pthread_join(e->progress_thread, NULL);

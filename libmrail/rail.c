@@ -36,13 +36,18 @@ void rail_op_done(struct mrail_engine *e, struct send_op *op, int status)
 	mrail_list_remove(&op->link);
 	if (op->rail && op->kind != OP_GET)
 		busy_tx_done(op->rail);
-	if (op->kind == OP_PACKET) {
+	switch (op->kind) {
+	case OP_PACKET:
 		packet_put(e, op);
-	} else if (op->kind == OP_DATA) {
+		break;
+	case OP_DATA:
 		rdv_data_sent(e, op, status);
 		free(op);
-	} else {
+		break;
+	case OP_GET:
+	case OP_PUT:
 		rma_op_done(e, op, status); /* frees op */
+		break;
 	}
 }
 

@@ -46,17 +46,19 @@ void recv_deliver_eager(struct mrail_engine *e, struct mrail_request *r,
 void recv_take(struct mrail_engine *e, struct mrail_request *r,
 	       struct unexpected *u)
 {
-	if (u->kind == UNEXP_SELF) {
+	switch (u->kind) {
+	case UNEXP_SELF:
 		self_match(e, r, u);
 		return;
-	}
-	if (u->kind == UNEXP_EAGER) {
+	case UNEXP_EAGER:
 		recv_deliver_eager(e, r, u->gate, u->tag, u->data, u->len);
 		if (u->send_id) /* synchronous send: it is matched now */
 			sync_ack_send(e, u->gate, u->send_id);
-	} else {
+		break;
+	case UNEXP_RTS:
 		rdv_recv_start(e, r, u->gate, u->tag, u->len, u->send_id,
 			       u->rma);
+		break;
 	}
 	free(u);
 }
@@ -347,62 +349,23 @@ void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error)
 	}
 }
 
-static int irecv_common(struct mrail_engine *e, mrail_peer_t src,
-			const struct iovec *iov, int iovcnt, void *buf,
-			size_t len, uint64_t tag, uint64_t mask,
-			const struct mrail_req_args *args,
-			struct mrail_request **out)
+int recv_start(struct mrail_engine *e, mrail_peer_t src,
+	       const struct iovec *iov, int iovcnt, void *buf, size_t len,
+	       uint64_t tag, uint64_t mask, const struct mrail_req_args *args,
+	       struct mrail_request **out)
 {
-	if (!e || !out || !buffer_args_valid(iov, iovcnt, buf, len))
-		return MRAIL_ERR_INVALID;
-	*out = NULL;
-	engine_lock(e);
-	if (src != MRAIL_ANY_PEER && !gate_get(e, src)) {
-		engine_unlock(e);
+	ENGINE_ASSERT_LOCKED(e);
+	if (src != MRAIL_ANY_PEER && !gate_get(e, src))
 		return MRAIL_ERR_NOT_FOUND;
-	}
 	struct mrail_request *r =
 		request_new_x(e, REQ_RECV, iov, iovcnt, buf, len, args);
-	if (!r) {
-		engine_unlock(e);
+	if (!r)
 		return MRAIL_ERR_NOMEM;
-	}
 	r->peer = src;
 	r->tag = tag;
 	r->mask = mask;
 	r->status.source = src;
 	recv_post(e, r);
-	engine_unlock(e);
 	*out = r;
 	return MRAIL_OK;
-}
-
-MRAIL_API int mrail_irecv(mrail_engine_t *e, mrail_peer_t src, void *buf,
-			  size_t len, uint64_t tag, uint64_t mask,
-			  mrail_request_t **req)
-{
-	return irecv_common(e, src, NULL, 0, buf, len, tag, mask, NULL, req);
-}
-
-MRAIL_API int mrail_irecvv(mrail_engine_t *e, mrail_peer_t src,
-			   const struct iovec *iov, int iovcnt, uint64_t tag,
-			   uint64_t mask, mrail_request_t **req)
-{
-	if (!iov && iovcnt == 0)
-		return irecv_common(e, src, NULL, 0, NULL, 0, tag, mask, NULL,
-				    req);
-	return irecv_common(e, src, iov, iovcnt, NULL, 0, tag, mask, NULL, req);
-}
-
-MRAIL_API int mrail_irecv_x(mrail_engine_t *e, mrail_peer_t src, void *buf,
-			    size_t len, uint64_t tag, uint64_t mask,
-			    const struct mrail_req_args *args,
-			    mrail_request_t **req)
-{
-	const struct iovec *iov;
-	int iovcnt;
-	if (request_args_check(args, 0, &iov, &iovcnt, buf, len))
-		return MRAIL_ERR_INVALID;
-	return irecv_common(e, src, iov, iovcnt, buf, len, tag, mask, args,
-			    req);
 }

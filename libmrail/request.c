@@ -1,15 +1,13 @@
-/* Requests: allocation, completion, rendezvous handles, test/wait. */
+/* Requests: allocation, completion, release, rendezvous handles, callbacks. */
 #include "libmrail/engine.h"
-#include "util/clock.h"
 #include "util/log.h"
 
-#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 static void request_init(struct mrail_engine *e, struct mrail_request *r,
-			 int kind)
+			 enum req_kind kind)
 {
 	memset(r, 0, sizeof *r);
 	mrail_list_init(&r->link);
@@ -45,7 +43,8 @@ static int request_set_buffer(struct mrail_request *r, const struct iovec *iov,
 	return MRAIL_OK;
 }
 
-struct mrail_request *request_new_x(struct mrail_engine *e, int kind,
+struct mrail_request *request_new_x(struct mrail_engine *e,
+				    enum req_kind kind,
 				    const struct iovec *iov, int iovcnt,
 				    const void *buf, size_t len,
 				    const struct mrail_req_args *args)
@@ -71,7 +70,8 @@ struct mrail_request *request_new_x(struct mrail_engine *e, int kind,
 	return r;
 }
 
-struct mrail_request *request_new(struct mrail_engine *e, int kind,
+struct mrail_request *request_new(struct mrail_engine *e,
+				  enum req_kind kind,
 				  const struct iovec *iov, int iovcnt,
 				  const void *buf, size_t len)
 {
@@ -256,26 +256,60 @@ void handle_release(struct mrail_engine *e, struct mrail_request *r)
 	r->id = 0;
 }
 
-/* ---- completion API --------------------------------------------------- */
+/* ---- completion --------------------------------------------------------- */
 
-/* Complete and its callback (if any) returned: test/wait may report it. */
-static int collectable(const struct mrail_request *r)
+int request_collectable(const struct mrail_request *r)
 {
+	ENGINE_ASSERT_LOCKED(r->engine);
 	return r->phase == REQ_DONE && !r->cb_pending;
 }
 
-/* The user takes the status back; lock held. Complete implies no driver
- * reference (outstanding == 0), so the request goes at once. */
-static void finish(struct mrail_engine *e, struct mrail_request *r,
-		   mrail_status_t *st)
+void request_finish(struct mrail_engine *e, struct mrail_request *r,
+		    mrail_status_t *st)
 {
+	ENGINE_ASSERT_LOCKED(e);
 	if (st)
 		*st = r->status;
 	request_free(e, r);
 }
 
 /*
+ * Under the lock, a receive is either still on the posted queue (nothing
+ * matched it: cancel) or not (matched, possibly complete: BUSY). Matching
+ * takes the same lock, so there is no third case.
+ */
+int request_cancel(struct mrail_engine *e, struct mrail_request *r)
+{
+	ENGINE_ASSERT_LOCKED(e);
+	if (r->kind != REQ_RECV)
+		return MRAIL_ERR_INVALID;
+	if (r->phase != REQ_POSTED)
+		return MRAIL_ERR_BUSY;
+	request_complete(e, r, MRAIL_ERR_CANCELED);
+	return MRAIL_OK;
+}
+
+int request_set_callback(struct mrail_engine *e, struct mrail_request *r,
+			 mrail_request_cb_t cb, void *ctx)
+{
+	ENGINE_ASSERT_LOCKED(e);
+	if (r->cb)
+		return MRAIL_ERR_INVALID;
+	r->cb = cb;
+	r->cb_ctx = ctx;
+	/* Completed already (an eager send inside isend): due now. */
+	if (r->phase == REQ_DONE) {
+		r->cb_pending = 1;
+		mrail_list_append(&e->cbq, &r->link);
+	}
+	return MRAIL_OK;
+}
+
+/*
  * Callbacks run with the lock released, so they may call into the engine.
+ * This is the one place outside api*.c (and the progress thread loop) that
+ * takes the engine lock: it must drop it around each callback, so it
+ * cannot be a plain locked internal function called by the API.
  * A request the engine releases after its callback leaves e->requests
  * before the call: once the callback returns, the engine never touches
  * caller storage again (the caller may already be reusing it).
@@ -323,191 +357,4 @@ int request_run_callbacks(struct mrail_engine *e)
 			request_memory_free(r);
 		}
 	}
-}
-
-/*
- * Busy-poll while progress keeps coming, then yield, then sleep in the
- * drivers' wait fd: low latency when a core is ours, fair when processes
- * outnumber cores.
- */
-struct backoff {
-	unsigned idle;
-	double idle_since;
-};
-
-static void backoff_step(struct mrail_engine *e, struct backoff *b, int events)
-{
-	if (events > 0) {
-		b->idle = 0;
-		return;
-	}
-	if (++b->idle < 64)
-		return;
-	if (b->idle == 64)
-		b->idle_since = mrail_now();
-	if (mrail_now() - b->idle_since < 200e-6) {
-		sched_yield();
-		return;
-	}
-	engine_idle_wait(e, 1);
-}
-
-/* One round of progress for test/wait: driver events, then callbacks. */
-static int progress_round(struct mrail_engine *e)
-{
-	engine_lock(e);
-	int events = engine_progress(e);
-	int due = !mrail_list_empty(&e->cbq);
-	engine_unlock(e);
-	if (due)
-		events += request_run_callbacks(e);
-	return events;
-}
-
-MRAIL_API int mrail_test(mrail_engine_t *e, mrail_request_t *r,
-			 mrail_status_t *st)
-{
-	if (!e || !r)
-		return MRAIL_ERR_INVALID;
-	engine_lock(e);
-	int done = collectable(r);
-	engine_unlock(e);
-	if (!done)
-		progress_round(e);
-	engine_lock(e);
-	done = collectable(r);
-	if (done)
-		finish(e, r, st);
-	engine_unlock(e);
-	return done ? MRAIL_OK : MRAIL_ERR_AGAIN;
-}
-
-MRAIL_API int mrail_wait(mrail_engine_t *e, mrail_request_t *r,
-			 mrail_status_t *st)
-{
-	struct backoff b = {0, 0};
-	if (!e || !r)
-		return MRAIL_ERR_INVALID;
-	for (;;) {
-		engine_lock(e);
-		if (collectable(r)) {
-			finish(e, r, st);
-			engine_unlock(e);
-			return MRAIL_OK;
-		}
-		engine_unlock(e);
-		backoff_step(e, &b, progress_round(e));
-	}
-}
-
-MRAIL_API int mrail_wait_all(mrail_engine_t *e, size_t n, mrail_request_t **reqs,
-			     mrail_status_t *sts)
-{
-	struct backoff b = {0, 0};
-	int first_error = MRAIL_OK;
-	size_t left = 0;
-
-	if (!e || (n && !reqs))
-		return MRAIL_ERR_INVALID;
-	for (size_t i = 0; i < n; i++)
-		left += reqs[i] != NULL;
-	while (left > 0) {
-		int events = progress_round(e);
-		engine_lock(e);
-		/* Under the lock: a progress thread may be completing them. */
-		for (size_t i = 0; i < n; i++) {
-			struct mrail_request *r = reqs[i];
-			if (!r || !collectable(r))
-				continue;
-			if (r->status.error && first_error == MRAIL_OK)
-				first_error = r->status.error;
-			finish(e, r, sts ? &sts[i] : NULL);
-			reqs[i] = NULL;
-			left--;
-		}
-		engine_unlock(e);
-		if (left)
-			backoff_step(e, &b, events);
-	}
-	return first_error;
-}
-
-MRAIL_API int mrail_wait_any(mrail_engine_t *e, size_t n, mrail_request_t **reqs,
-			     size_t *index, mrail_status_t *st)
-{
-	struct backoff b = {0, 0};
-	size_t live = 0;
-
-	if (!e || !index || (n && !reqs))
-		return MRAIL_ERR_INVALID;
-	for (size_t i = 0; i < n; i++)
-		live += reqs[i] != NULL;
-	if (!live)
-		return MRAIL_ERR_INVALID;
-	for (;;) {
-		int events = progress_round(e);
-		engine_lock(e);
-		/* Under the lock: a progress thread may be completing them. */
-		for (size_t i = 0; i < n; i++) {
-			struct mrail_request *r = reqs[i];
-			if (r && collectable(r)) {
-				finish(e, r, st);
-				engine_unlock(e);
-				reqs[i] = NULL;
-				*index = i;
-				return MRAIL_OK;
-			}
-		}
-		engine_unlock(e);
-		backoff_step(e, &b, events);
-	}
-}
-
-/*
- * Under the lock, a receive is either still on the posted queue (nothing
- * matched it: cancel) or not (matched, possibly complete: BUSY). Matching
- * takes the same lock, so there is no third case.
- */
-MRAIL_API int mrail_cancel(mrail_engine_t *e, mrail_request_t *r)
-{
-	int rc = MRAIL_OK;
-	if (!e || !r)
-		return MRAIL_ERR_INVALID;
-	engine_lock(e);
-	if (r->kind != REQ_RECV)
-		rc = MRAIL_ERR_INVALID;
-	else if (r->phase != REQ_POSTED)
-		rc = MRAIL_ERR_BUSY;
-	else
-		request_complete(e, r, MRAIL_ERR_CANCELED);
-	engine_unlock(e);
-	return rc;
-}
-
-MRAIL_API size_t mrail_request_size(void)
-{
-	return sizeof(struct mrail_request);
-}
-
-MRAIL_API int mrail_request_set_callback(mrail_request_t *r,
-					 mrail_request_cb_t cb, void *ctx)
-{
-	if (!r || !cb)
-		return MRAIL_ERR_INVALID;
-	struct mrail_engine *e = r->engine;
-	int rc = MRAIL_OK;
-	engine_lock(e);
-	if (r->cb) {
-		rc = MRAIL_ERR_INVALID;
-	} else {
-		r->cb = cb;
-		r->cb_ctx = ctx;
-		/* Completed already (an eager send inside isend): due now. */
-		if (r->phase == REQ_DONE) {
-			r->cb_pending = 1;
-			mrail_list_append(&e->cbq, &r->link);
-		}
-	}
-	engine_unlock(e);
-	return rc;
 }

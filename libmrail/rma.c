@@ -29,6 +29,33 @@ int rma_parse_protocol(const char *s)
 	return -1;
 }
 
+/* Which one-sided directions MRAIL_RDV allows (send: neither). */
+static int protocol_reads(enum rdv_protocol p)
+{
+	switch (p) {
+	case RDV_AUTO:
+	case RDV_GET:
+		return 1;
+	case RDV_PUT:
+	case RDV_SEND:
+		return 0;
+	}
+	return 0;
+}
+
+static int protocol_writes(enum rdv_protocol p)
+{
+	switch (p) {
+	case RDV_AUTO:
+	case RDV_PUT:
+		return 1;
+	case RDV_GET:
+	case RDV_SEND:
+		return 0;
+	}
+	return 0;
+}
+
 static int has_cap(const struct rail *r, unsigned cap)
 {
 	return r->local->di->ops->rma && (r->local->caps.flags & cap);
@@ -59,7 +86,7 @@ static unsigned get_instances(const struct mrail_engine *e,
 size_t rma_rts_room(const struct mrail_engine *e, const struct gate *g)
 {
 	uint64_t masks[MRAIL_MAX_DRIVERS];
-	if (e->rdv_protocol == RDV_SEND || e->rdv_protocol == RDV_PUT)
+	if (!protocol_reads(e->rdv_protocol))
 		return 0;
 	return get_instances(e, g, masks) *
 	       mrail_wire_rkey_size(MRAIL_WIRE_RKEY_MAX);
@@ -103,8 +130,7 @@ int rma_put_send_keys(struct mrail_engine *e, struct gate *g,
 		      struct mrail_request *r, struct send_op *op)
 {
 	uint64_t masks[MRAIL_MAX_DRIVERS];
-	if (e->rdv_protocol == RDV_SEND || e->rdv_protocol == RDV_PUT ||
-	    r->iovcnt != 1 || r->len == 0 || !get_instances(e, g, masks))
+	if (!protocol_reads(e->rdv_protocol) || r->iovcnt != 1 || r->len == 0 || !get_instances(e, g, masks))
 		return MRAIL_OK;
 	for (unsigned d = 0; d < e->ndrv; d++) {
 		size_t len;
@@ -177,8 +203,8 @@ int rma_chunk_can_get(const struct mrail_request *r, const struct gate *g,
 {
 	const struct rail *rail = g->rails[rail_index];
 	return usable(rail) && has_cap(rail, MRAIL_DRV_CAP_RDMA_READ) &&
-	       rail->engine->rdv_protocol != RDV_SEND &&
-	       rail->engine->rdv_protocol != RDV_PUT && key_for(r, rail_index);
+	       protocol_reads(rail->engine->rdv_protocol) &&
+	       key_for(r, rail_index);
 }
 
 int rma_chunk_can_put(struct mrail_engine *e, const struct mrail_request *r,
@@ -186,7 +212,7 @@ int rma_chunk_can_put(struct mrail_engine *e, const struct mrail_request *r,
 {
 	const struct rail *rail = g->rails[rail_index];
 	return usable(rail) && has_cap(rail, MRAIL_DRV_CAP_RDMA_WRITE) &&
-	       (e->rdv_protocol == RDV_AUTO || e->rdv_protocol == RDV_PUT) &&
+	       protocol_writes(e->rdv_protocol) &&
 	       r->iovcnt == 1 && r->expected > 0;
 }
 
@@ -202,7 +228,7 @@ int rma_put_recv_key(struct mrail_engine *e, struct rail *rail,
 	return rc;
 }
 
-static struct send_op *rma_op_new(int kind, struct rail *rail,
+static struct send_op *rma_op_new(enum send_op_kind kind, struct rail *rail,
 				  struct mrail_request *req, uint64_t bytes)
 {
 	struct send_op *op = calloc(1, sizeof *op);
@@ -221,7 +247,8 @@ static struct send_op *rma_op_new(int kind, struct rail *rail,
  * (an iovec entry, cut at the driver's largest operation), each on the
  * local registration of its piece.
  */
-static int post_ops(struct rail *rail, struct mrail_request *req, int kind,
+static int post_ops(struct rail *rail, struct mrail_request *req,
+		    enum send_op_kind kind,
 		    uint64_t offset, uint64_t len, const struct rma_key *key,
 		    struct rma_chunk *chunk)
 {
@@ -444,7 +471,7 @@ void rma_op_done(struct mrail_engine *e, struct send_op *op, int status)
 
 static struct mrail_request *fin_request(struct mrail_engine *e,
 					 struct rail *rail, uint64_t id,
-					 int kind)
+					 enum req_kind kind)
 {
 	struct mrail_request *r = handle_lookup(e, id);
 	if (!r || r->kind != kind || r->gate != rail->gate)

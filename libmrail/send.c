@@ -226,81 +226,31 @@ int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r)
 	return MRAIL_OK;
 }
 
-static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
-			const struct iovec *iov, int iovcnt, const void *buf,
-			size_t len, uint64_t tag,
-			const struct mrail_req_args *args,
-			struct mrail_request **out)
+int send_start(struct mrail_engine *e, mrail_peer_t dest,
+	       const struct iovec *iov, int iovcnt, const void *buf, size_t len,
+	       uint64_t tag, const struct mrail_req_args *args,
+	       struct mrail_request **out)
 {
-	int rc;
-
-	if (!e || !out || !buffer_args_valid(iov, iovcnt, buf, len))
-		return MRAIL_ERR_INVALID;
-	*out = NULL;
-	engine_lock(e);
+	ENGINE_ASSERT_LOCKED(e);
 	struct gate *g = gate_get(e, dest);
-	if (!g) {
-		engine_unlock(e);
+	if (!g)
 		return MRAIL_ERR_NOT_FOUND;
-	}
-	if (g->state == GATE_FAILED || g->state == GATE_CLOSED) {
-		rc = g->error;
-		engine_unlock(e);
-		return rc;
-	}
+	if (g->state == GATE_FAILED || g->state == GATE_CLOSED)
+		return g->error;
 	struct mrail_request *r =
 		request_new_x(e, REQ_SEND, iov, iovcnt, buf, len, args);
-	if (!r) {
-		engine_unlock(e);
+	if (!r)
 		return MRAIL_ERR_NOMEM;
-	}
 	r->gate = g;
 	r->peer = dest;
 	r->tag = tag;
 	r->status.source = dest;
 	r->status.tag = tag;
-	rc = g->self ? self_send(e, g, r) : send_post(e, g, r);
+	int rc = g->self ? self_send(e, g, r) : send_post(e, g, r);
 	if (rc != MRAIL_OK) {
 		request_free(e, r);
 		r = NULL;
 	}
-	engine_unlock(e);
 	*out = r;
 	return rc;
-}
-
-MRAIL_API int mrail_isend(mrail_engine_t *e, mrail_peer_t dest, const void *buf,
-			  size_t len, uint64_t tag, mrail_request_t **req)
-{
-	return isend_common(e, dest, NULL, 0, buf, len, tag, NULL, req);
-}
-
-MRAIL_API int mrail_isendv(mrail_engine_t *e, mrail_peer_t dest,
-			   const struct iovec *iov, int iovcnt, uint64_t tag,
-			   mrail_request_t **req)
-{
-	if (!iov && iovcnt == 0)
-		return isend_common(e, dest, NULL, 0, NULL, 0, tag, NULL, req);
-	return isend_common(e, dest, iov, iovcnt, NULL, 0, tag, NULL, req);
-}
-
-MRAIL_API int mrail_isend_x(mrail_engine_t *e, mrail_peer_t dest,
-			    const void *buf, size_t len, uint64_t tag,
-			    const struct mrail_req_args *args,
-			    mrail_request_t **req)
-{
-	const struct iovec *iov;
-	int iovcnt;
-	if (request_args_check(args, 1, &iov, &iovcnt, buf, len))
-		return MRAIL_ERR_INVALID;
-	return isend_common(e, dest, iov, iovcnt, buf, len, tag, args, req);
-}
-
-MRAIL_API int mrail_issend(mrail_engine_t *e, mrail_peer_t dest,
-			   const void *buf, size_t len, uint64_t tag,
-			   mrail_request_t **req)
-{
-	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
-	a.flags = MRAIL_REQ_SYNC;
-	return mrail_isend_x(e, dest, buf, len, tag, &a, req);
 }

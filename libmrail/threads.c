@@ -28,7 +28,7 @@ static uintptr_t self_id(void)
 	return (uintptr_t)&thread_marker;
 }
 
-static const char *level_name(int level)
+static const char *level_name(enum mrail_thread_level level)
 {
 	switch (level) {
 	case MRAIL_THREAD_SINGLE: return "single";
@@ -57,11 +57,6 @@ int threads_init(struct mrail_engine *e)
 	e->creator = self_id();
 	mrail_debug("thread level %s", level_name(level));
 	return MRAIL_OK;
-}
-
-MRAIL_API int mrail_thread_level(const mrail_engine_t *e)
-{
-	return e ? e->thread_level : MRAIL_ERR_INVALID;
 }
 
 void threads_progress_thread(struct mrail_engine *e)

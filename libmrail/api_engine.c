@@ -1,0 +1,157 @@
+/*
+ * Public calls on the engine as a whole: create, destroy, identity, peers,
+ * rails and their hooks. Like every api*.c file, these are the only
+ * functions that take the engine lock (docs/threads.md); what they call
+ * under it asserts it.
+ */
+#include "libmrail/engine.h"
+
+#include <stdlib.h>
+
+/* Fixed before mrail_engine_create() returns: read without the lock. */
+MRAIL_API uint32_t mrail_rank(const mrail_engine_t *e)
+{
+	return e ? e->rank : 0;
+}
+
+MRAIL_API uint32_t mrail_size(const mrail_engine_t *e)
+{
+	return e ? e->size : 0;
+}
+
+MRAIL_API int mrail_thread_level(const mrail_engine_t *e)
+{
+	return e ? (int)e->thread_level : MRAIL_ERR_INVALID;
+}
+
+MRAIL_API int mrail_engine_create(const struct mrail_config *cfg,
+				  mrail_engine_t **out)
+{
+	struct mrail_config defaults;
+	int rc;
+
+	if (!out)
+		return MRAIL_ERR_INVALID;
+	*out = NULL;
+	if (!cfg) {
+		if ((rc = mrail_config_init(&defaults)))
+			return rc;
+		cfg = &defaults;
+	}
+	struct mrail_engine *e = engine_alloc();
+	if (!e)
+		return MRAIL_ERR_NOMEM;
+	engine_lock(e);
+	rc = engine_init(e, cfg);
+	engine_unlock(e);
+	if (rc) {
+		engine_free(e);
+		return rc;
+	}
+	*out = e;
+	return MRAIL_OK;
+}
+
+MRAIL_API int mrail_engine_destroy(mrail_engine_t *e)
+{
+	if (!e)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	progress_thread_ask_stop(e);
+	engine_unlock(e);
+	progress_thread_join(e);
+	engine_lock(e);
+	engine_close(e);
+	engine_unlock(e);
+	engine_free(e);
+	return MRAIL_OK;
+}
+
+MRAIL_API int mrail_address(mrail_engine_t *e, void *buf, size_t *len)
+{
+	if (!e || !buf || !len)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	int rc = address_encode(e, buf, len);
+	engine_unlock(e);
+	return rc;
+}
+
+MRAIL_API int mrail_peer_add(mrail_engine_t *e, const void *addr, size_t len,
+			     mrail_peer_t *peer)
+{
+	if (!e || !addr || !peer)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	int rc = gate_add(e, addr, len, peer);
+	engine_unlock(e);
+	return rc;
+}
+
+/* The lock is taken through a cast: mrail_peer_add() may grow e->gates
+ * meanwhile, and the lock is not part of the engine's logical state. */
+MRAIL_API uint32_t mrail_peer_count(const mrail_engine_t *e)
+{
+	if (!e)
+		return 0;
+	engine_lock((struct mrail_engine *)e);
+	uint32_t n = e->ngates;
+	engine_unlock((struct mrail_engine *)e);
+	return n;
+}
+
+MRAIL_API int mrail_rail_count(const mrail_engine_t *e, mrail_peer_t peer)
+{
+	if (!e)
+		return MRAIL_ERR_INVALID;
+	engine_lock((struct mrail_engine *)e);
+	struct gate *g = peer < e->ngates ? e->gates[peer] : NULL;
+	int n = g ? (int)g->nrails : MRAIL_ERR_NOT_FOUND;
+	engine_unlock((struct mrail_engine *)e);
+	return n;
+}
+
+MRAIL_API int mrail_rail_info(mrail_engine_t *e, mrail_peer_t peer, int rail,
+			      struct mrail_rail_info *info)
+{
+	if (!e || !info)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	int rc = gate_rail_info(e, peer, rail, info);
+	engine_unlock(e);
+	return rc;
+}
+
+MRAIL_API int mrail_rail_stats(mrail_engine_t *e, mrail_peer_t peer, int rail,
+			       struct mrail_rail_stats *st)
+{
+	if (!e || !st)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	int rc = gate_rail_stats(e, peer, rail, st);
+	engine_unlock(e);
+	return rc;
+}
+
+MRAIL_API int mrail_set_rail_hooks(mrail_engine_t *e,
+				   const struct mrail_rail_hooks *hooks,
+				   void *ctx)
+{
+	if (!e)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	hooks_set(e, hooks, ctx);
+	engine_unlock(e);
+	return MRAIL_OK;
+}
+
+MRAIL_API int mrail_rail_conn(mrail_engine_t *e, mrail_peer_t peer, int rail,
+			      struct mrail_rail_conn *conn, void **state)
+{
+	if (!e || !conn)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	int rc = hooks_rail_conn(e, peer, rail, conn, state);
+	engine_unlock(e);
+	return rc;
+}

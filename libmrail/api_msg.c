@@ -1,0 +1,175 @@
+/*
+ * Public message calls: sends, receives, probes and matched receives. Like
+ * every api*.c file, these are the only functions that take the engine
+ * lock (docs/threads.md); arguments are checked before it, and what runs
+ * under it asserts it.
+ */
+#include "libmrail/engine.h"
+
+static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
+			const struct iovec *iov, int iovcnt, const void *buf,
+			size_t len, uint64_t tag,
+			const struct mrail_req_args *args,
+			struct mrail_request **out)
+{
+	if (!e || !out || !buffer_args_valid(iov, iovcnt, buf, len))
+		return MRAIL_ERR_INVALID;
+	*out = NULL;
+	engine_lock(e);
+	int rc = send_start(e, dest, iov, iovcnt, buf, len, tag, args, out);
+	engine_unlock(e);
+	return rc;
+}
+
+MRAIL_API int mrail_isend(mrail_engine_t *e, mrail_peer_t dest, const void *buf,
+			  size_t len, uint64_t tag, mrail_request_t **req)
+{
+	return isend_common(e, dest, NULL, 0, buf, len, tag, NULL, req);
+}
+
+MRAIL_API int mrail_isendv(mrail_engine_t *e, mrail_peer_t dest,
+			   const struct iovec *iov, int iovcnt, uint64_t tag,
+			   mrail_request_t **req)
+{
+	if (!iov && iovcnt == 0)
+		return isend_common(e, dest, NULL, 0, NULL, 0, tag, NULL, req);
+	return isend_common(e, dest, iov, iovcnt, NULL, 0, tag, NULL, req);
+}
+
+MRAIL_API int mrail_isend_x(mrail_engine_t *e, mrail_peer_t dest,
+			    const void *buf, size_t len, uint64_t tag,
+			    const struct mrail_req_args *args,
+			    mrail_request_t **req)
+{
+	const struct iovec *iov;
+	int iovcnt;
+	if (request_args_check(args, 1, &iov, &iovcnt, buf, len))
+		return MRAIL_ERR_INVALID;
+	return isend_common(e, dest, iov, iovcnt, buf, len, tag, args, req);
+}
+
+MRAIL_API int mrail_issend(mrail_engine_t *e, mrail_peer_t dest,
+			   const void *buf, size_t len, uint64_t tag,
+			   mrail_request_t **req)
+{
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	a.flags = MRAIL_REQ_SYNC;
+	return mrail_isend_x(e, dest, buf, len, tag, &a, req);
+}
+
+static int irecv_common(struct mrail_engine *e, mrail_peer_t src,
+			const struct iovec *iov, int iovcnt, void *buf,
+			size_t len, uint64_t tag, uint64_t mask,
+			const struct mrail_req_args *args,
+			struct mrail_request **out)
+{
+	if (!e || !out || !buffer_args_valid(iov, iovcnt, buf, len))
+		return MRAIL_ERR_INVALID;
+	*out = NULL;
+	engine_lock(e);
+	int rc = recv_start(e, src, iov, iovcnt, buf, len, tag, mask, args,
+			    out);
+	engine_unlock(e);
+	return rc;
+}
+
+MRAIL_API int mrail_irecv(mrail_engine_t *e, mrail_peer_t src, void *buf,
+			  size_t len, uint64_t tag, uint64_t mask,
+			  mrail_request_t **req)
+{
+	return irecv_common(e, src, NULL, 0, buf, len, tag, mask, NULL, req);
+}
+
+MRAIL_API int mrail_irecvv(mrail_engine_t *e, mrail_peer_t src,
+			   const struct iovec *iov, int iovcnt, uint64_t tag,
+			   uint64_t mask, mrail_request_t **req)
+{
+	if (!iov && iovcnt == 0)
+		return irecv_common(e, src, NULL, 0, NULL, 0, tag, mask, NULL,
+				    req);
+	return irecv_common(e, src, iov, iovcnt, NULL, 0, tag, mask, NULL, req);
+}
+
+MRAIL_API int mrail_irecv_x(mrail_engine_t *e, mrail_peer_t src, void *buf,
+			    size_t len, uint64_t tag, uint64_t mask,
+			    const struct mrail_req_args *args,
+			    mrail_request_t **req)
+{
+	const struct iovec *iov;
+	int iovcnt;
+	if (request_args_check(args, 0, &iov, &iovcnt, buf, len))
+		return MRAIL_ERR_INVALID;
+	return irecv_common(e, src, iov, iovcnt, buf, len, tag, mask, args,
+			    req);
+}
+
+static int probe_common(struct mrail_engine *e, mrail_peer_t src, uint64_t tag,
+			uint64_t mask, int *flag, mrail_message_t **msg,
+			mrail_status_t *st)
+{
+	if (!e || !flag)
+		return MRAIL_ERR_INVALID;
+	*flag = 0;
+	if (msg)
+		*msg = NULL;
+	engine_lock(e);
+	int rc = probe_run(e, src, tag, mask, flag, msg, st);
+	engine_unlock(e);
+	return rc;
+}
+
+MRAIL_API int mrail_iprobe(mrail_engine_t *e, mrail_peer_t src, uint64_t tag,
+			   uint64_t mask, int *flag, mrail_status_t *st)
+{
+	return probe_common(e, src, tag, mask, flag, NULL, st);
+}
+
+MRAIL_API int mrail_improbe(mrail_engine_t *e, mrail_peer_t src, uint64_t tag,
+			    uint64_t mask, int *flag, mrail_message_t **msg,
+			    mrail_status_t *st)
+{
+	if (!msg)
+		return MRAIL_ERR_INVALID;
+	return probe_common(e, src, tag, mask, flag, msg, st);
+}
+
+static int imrecv_common(struct mrail_engine *e, const struct iovec *iov,
+			 int iovcnt, void *buf, size_t len,
+			 mrail_message_t *msg, const struct mrail_req_args *args,
+			 mrail_request_t **out)
+{
+	if (!e || !out || !msg || !buffer_args_valid(iov, iovcnt, buf, len))
+		return MRAIL_ERR_INVALID;
+	*out = NULL;
+	engine_lock(e);
+	int rc = probe_imrecv(e, iov, iovcnt, buf, len, msg, args, out);
+	engine_unlock(e);
+	return rc;
+}
+
+MRAIL_API int mrail_imrecv(mrail_engine_t *e, void *buf, size_t len,
+			   mrail_message_t *msg, mrail_request_t **req)
+{
+	return imrecv_common(e, NULL, 0, buf, len, msg, NULL, req);
+}
+
+MRAIL_API int mrail_imrecvv(mrail_engine_t *e, const struct iovec *iov,
+			    int iovcnt, mrail_message_t *msg,
+			    mrail_request_t **req)
+{
+	if (!iov && iovcnt == 0)
+		return imrecv_common(e, NULL, 0, NULL, 0, msg, NULL, req);
+	return imrecv_common(e, iov, iovcnt, NULL, 0, msg, NULL, req);
+}
+
+MRAIL_API int mrail_imrecv_x(mrail_engine_t *e, void *buf, size_t len,
+			     mrail_message_t *msg,
+			     const struct mrail_req_args *args,
+			     mrail_request_t **req)
+{
+	const struct iovec *iov;
+	int iovcnt;
+	if (request_args_check(args, 0, &iov, &iovcnt, buf, len))
+		return MRAIL_ERR_INVALID;
+	return imrecv_common(e, iov, iovcnt, buf, len, msg, args, req);
+}

@@ -1,0 +1,78 @@
+/*
+ * Gates (gate.c): one per peer, with its rails, its send queue in
+ * sequence order and its receive order. The send queue is scheduled onto
+ * rails by send.c.
+ */
+#ifndef MRAIL_LIBMRAIL_GATE_H
+#define MRAIL_LIBMRAIL_GATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "mrail.h"
+#include "strategies/strategy.h"
+#include "util/list.h"
+
+struct mrail_engine;
+struct mrail_request;
+struct rail;
+
+enum gate_state { GATE_CONNECTING, GATE_UP, GATE_CLOSED, GATE_FAILED };
+
+/* What address selection decided for one rail of a gate. */
+struct rail_plan {
+	unsigned local_ep;        /* index in engine->local */
+	uint8_t remote_blob[256]; /* the peer's listener for this rail */
+	size_t remote_len;
+	char local_if[16], remote_if[16];
+	int conn_type;            /* 0 loopback, else enum mrail_conn_type */
+};
+
+struct gate {
+	struct mrail_list sched_link; /* engine->sched_gates if queued */
+	int scheduled;
+	mrail_peer_t id;
+	uint64_t uuid;
+	int self;
+	enum gate_state state;
+	int error;                /* why it failed */
+	int bye_received;
+	char name[32];            /* "rank 3" / "peer 3" for logs */
+	unsigned nrails;          /* rails to this peer */
+	unsigned rails_up;
+	struct rail *rails[MRAIL_MAX_RAILS];
+	struct rail_plan *plan;    /* nrails entries */
+	struct mrail_list sendq;   /* sends not yet started, in seq order */
+	struct mrail_list rdv;     /* rendezvous requests in flight */
+	uint64_t next_send_seq;
+	uint64_t next_recv_seq;
+	struct mrail_list ooo;     /* records that arrived early, by seq */
+	size_t eager_max;          /* min over rails */
+	double deadline;           /* rails must be up before */
+	void *strategy_peer;       /* the strategy's per-peer state */
+};
+
+/* gate.c */
+int gate_add(struct mrail_engine *e, const void *addr, size_t len,
+	     mrail_peer_t *out);
+struct gate *gate_get(struct mrail_engine *e, mrail_peer_t id);
+void gate_fail(struct mrail_engine *e, struct gate *g, int error,
+	       const char *why);
+void gate_free(struct mrail_engine *e, struct gate *g);
+int gate_rail_info(struct mrail_engine *e, mrail_peer_t peer, int rail,
+		   struct mrail_rail_info *info);
+int gate_rail_stats(struct mrail_engine *e, mrail_peer_t peer, int rail,
+		    struct mrail_rail_stats *st);
+
+/* send.c */
+/* A new send request to dest, queued (or sent to self); *out on success. */
+int send_start(struct mrail_engine *e, mrail_peer_t dest,
+	       const struct iovec *iov, int iovcnt, const void *buf, size_t len,
+	       uint64_t tag, const struct mrail_req_args *args,
+	       struct mrail_request **out);
+int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r);
+void gate_schedule(struct mrail_engine *e, struct gate *g);
+void schedule_pending(struct mrail_engine *e);
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * Rails (rail.c): one connection to a peer on one local endpoint, the
+ * operations posted on it (send_op), and the local endpoints themselves
+ * (local_rail). Also their handshake (handshake.c), performance model
+ * (model.c, inband.c) and the per-connection hooks of the layer above
+ * (hooks.c).
+ */
+#ifndef MRAIL_LIBMRAIL_RAIL_H
+#define MRAIL_LIBMRAIL_RAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mrail.h"
+#include "libmrail/drivers.h"
+#include "libmrail/rma.h"
+#include "util/auth.h"
+#include "util/list.h"
+
+struct mrail_engine;
+struct mrail_request;
+struct gate;
+struct rx_expect;
+struct mrail_rail_model;
+
+enum rail_state {
+	RAIL_CONNECTING,  /* connect posted, HELLO queued */
+	RAIL_WAIT_HELLO,  /* accepted, HELLO not yet received */
+	RAIL_WAIT_ACK,    /* connected, HELLO sent, waiting for the ACK */
+	RAIL_UP,
+	RAIL_CLOSED,
+};
+
+/* Something posted on a rail whose completion we must see. */
+enum send_op_kind { OP_PACKET, OP_DATA, OP_GET, OP_PUT };
+
+struct send_op {
+	struct mrail_list link; /* rail->posted, or the free list */
+	enum send_op_kind kind;
+	struct rail *rail;
+	struct mrail_request *req; /* OP_DATA: the send it serves */
+	uint64_t bytes;            /* payload bytes carried */
+	size_t cap, len;           /* OP_PACKET buffer */
+	uint8_t *buf;
+	int has_busy;              /* OP_PACKET: holds a BUSY record */
+	struct mrail_regcache_entry *reg;       /* OP_GET/OP_PUT: local registration */
+	struct rma_chunk *chunk;   /* OP_PUT: the chunk it belongs to */
+};
+
+struct rail {
+	struct mrail_list link;   /* engine->handshaking while unbound */
+	struct mrail_engine *engine;
+	struct gate *gate;        /* NULL until authenticated */
+	unsigned index;           /* within the gate */
+	enum rail_state state;
+	struct local_rail *local; /* the listener/driver it belongs to */
+	struct mrail_drv_ep *ep;
+	double deadline;          /* handshake must finish before */
+	uint8_t hello_nonce[MRAIL_AUTH_NONCE_BYTES];
+	uint64_t peer_uuid;       /* accepted: from an authenticated HELLO */
+	unsigned hello_nrails;    /* accepted: rails the peer planned */
+	int authenticated;        /* accepted: HELLO checked, gate unknown */
+	size_t eager_max;
+	double bandwidth, latency; /* the model strategies see */
+	uint64_t threshold;       /* profile's rendezvous threshold, 0: none */
+	const char *model_source; /* "profile", "in-band", "nominal", "default" */
+	struct mrail_rail_model *model; /* predictions strategies use */
+	struct mrail_list posted; /* send_ops not completed */
+	uint64_t rx_len;          /* body being received (one at a time) */
+	struct mrail_request *rx_req; /* whose buffer that body goes to */
+	int bye_in, bye_out;      /* BYE received / sent on this rail */
+	struct mrail_rail_stats stats;
+	/* Busy-until accounting (libmrail/busy.c). */
+	double time_scale;        /* measured / predicted chunk durations */
+	struct rx_expect *rx_q;   /* ring of chunks requested, in order */
+	unsigned rx_head, rx_count, rx_cap;
+	double rx_last_done;      /* when the previous chunk completed */
+	double rx_busy_since;     /* rx_count became non-zero */
+	unsigned tx_ops;          /* posted send_ops not completed */
+	double tx_busy_since;
+	double remote_tx_free_at; /* sender's queue on this rail empties */
+	/* RKEY records read in the current packet, for the RTS or RTR that
+	 * follows them (rma.c). */
+	unsigned rx_nkeys;
+	struct rma_key rx_keys[MRAIL_MAX_DRIVERS];
+	void *hook_state;         /* what the rail_up hook returned */
+	int hooked;               /* rail_up hook ran, rail_down not yet */
+	double tx_own_free_at;    /* what this rail queued on its NIC left */
+};
+
+/*
+ * A local endpoint: one driver listener. Either a rail the driver lists
+ * itself (loopback rails, HCA ports, fabric domains: netif < 0) or one
+ * address of one interface chosen for rails to other hosts (IP drivers).
+ */
+struct local_rail {
+	const struct mrail_drv_ops *ops;
+	struct mrail_drv *drv;
+	struct mrail_drv_caps caps;
+	struct drv_instance *di;
+	int netif;                /* index in engine->netifs, -1: listed */
+	unsigned addr;            /* which address of that interface, or the
+	                             rail's index among its driver's listed */
+	int scope;                /* listed: enum mrail_drv_rail_scope */
+	char rail_name[MRAIL_DRV_RAIL_NAME_MAX];
+	char fabric[MRAIL_DRV_FABRIC_MAX];
+	char ifname[16];          /* listed: its interface, or its name */
+	char local[64];           /* address we bind/connect from */
+	char name[64];            /* printable listener address */
+	uint8_t addr_blob[256];   /* listener address blob (driver's) */
+	size_t addr_len;
+	/* Predicted moments this NIC is free, over all gates (busy.c). */
+	double tx_free_at;        /* what this host queued has left */
+	double rx_free_at;        /* requested chunks have all arrived */
+	unsigned rx_pending;      /* requested chunks not yet arrived */
+};
+
+/* handshake.c */
+extern const struct mrail_drv_upcalls engine_upcalls;
+int handshake_send_hello(struct mrail_engine *e, struct rail *r);
+void handshake_on_frame(struct mrail_engine *e, struct rail *r,
+			const void *head, size_t len);
+void handshake_expire(struct mrail_engine *e);
+void rail_up(struct mrail_engine *e, struct rail *r);
+void rail_update_names(struct rail *r);
+
+/* model.c, inband.c */
+struct mrail_rail_model;
+void rail_load_model(struct mrail_engine *e, struct rail *r);
+/* Replace r's model (takes ownership; NULL: nominal from its figures). */
+void rail_set_model(struct rail *r, struct mrail_rail_model *m,
+		    const char *source);
+void inband_sample(struct mrail_engine *e);
+
+/* rail.c */
+struct rail *rail_new(struct mrail_engine *e, struct local_rail *l);
+void rail_close(struct mrail_engine *e, struct rail *r);
+void rail_op_done(struct mrail_engine *e, struct send_op *op, int status);
+struct send_op *packet_get(struct mrail_engine *e);
+void packet_put(struct mrail_engine *e, struct send_op *op);
+int rail_post_packet(struct mrail_engine *e, struct rail *r,
+		     struct send_op *op);
+int rail_post_data(struct mrail_engine *e, struct rail *r,
+		   struct mrail_request *req, uint64_t recv_id,
+		   uint64_t offset, uint64_t len);
+int rail_is_idle(const struct rail *r);
+
+/* hooks.c: per-connection hooks of the layer above */
+void hooks_rail_up(struct mrail_engine *e, struct rail *r);
+void hooks_rail_down(struct mrail_engine *e, struct rail *r);
+/* mrail_set_rail_hooks(): down on every rail, replace, up again. */
+void hooks_set(struct mrail_engine *e, const struct mrail_rail_hooks *hooks,
+	       void *ctx);
+int hooks_rail_conn(struct mrail_engine *e, mrail_peer_t peer, int rail,
+		    struct mrail_rail_conn *conn, void **state);
+
+#endif

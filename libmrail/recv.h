@@ -1,0 +1,80 @@
+/*
+ * Receiving (recv.c): posted receives, matching, unexpected messages and
+ * the per-gate reordering of records; probes (probe.c), sends to self
+ * (self.c) and synchronous-send acknowledgements (sync.c).
+ */
+#ifndef MRAIL_LIBMRAIL_RECV_H
+#define MRAIL_LIBMRAIL_RECV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "mrail.h"
+#include "util/list.h"
+
+struct mrail_engine;
+struct mrail_request;
+struct gate;
+struct rail;
+struct rdv_rma;
+
+/* A message that arrived before its receive was posted. */
+enum unexp_kind { UNEXP_EAGER, UNEXP_RTS, UNEXP_SELF };
+struct unexpected {
+	struct mrail_list link;
+	enum unexp_kind kind;
+	struct gate *gate;
+	uint64_t seq;             /* for the out-of-order list */
+	uint64_t tag;
+	uint64_t len;             /* message length */
+	uint64_t send_id;         /* RTS; EAGER: sender's id if it waits for
+	                             a SYNC_ACK (synchronous send), else 0 */
+	struct rdv_rma *rma;      /* RTS: the sender's keys, or NULL */
+	struct mrail_request *self_send; /* UNEXP_SELF */
+	uint8_t data[];           /* UNEXP_EAGER payload */
+};
+
+/* recv.c */
+/* A new receive request, matched at once or posted; *out on success. */
+int recv_start(struct mrail_engine *e, mrail_peer_t src,
+	       const struct iovec *iov, int iovcnt, void *buf, size_t len,
+	       uint64_t tag, uint64_t mask, const struct mrail_req_args *args,
+	       struct mrail_request **out);
+void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
+		    size_t len);
+int recv_post(struct mrail_engine *e, struct mrail_request *r);
+void recv_arrived(struct mrail_engine *e, struct gate *g, struct unexpected *u);
+void recv_deliver_eager(struct mrail_engine *e, struct mrail_request *r,
+			struct gate *g, uint64_t tag, const void *data,
+			uint64_t len);
+int match(const struct mrail_request *r, const struct gate *g, uint64_t tag);
+void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error);
+/* Frees an unexpected message never delivered (and its remote keys). */
+void unexpected_free(struct unexpected *u);
+
+/* sync.c: synchronous sends (SYNC_ACK) */
+void sync_ack_send(struct mrail_engine *e, struct gate *g, uint64_t send_id);
+void sync_on_ack(struct mrail_engine *e, struct rail *r, uint64_t send_id);
+
+/* recv.c (used by probe.c) */
+/* Hand unexpected message u (off every list) to receive r. */
+void recv_take(struct mrail_engine *e, struct mrail_request *r,
+	       struct unexpected *u);
+
+/* probe.c */
+/* Progress, then look for a match; *flag = 1 if found (msg: take it). */
+int probe_run(struct mrail_engine *e, mrail_peer_t src, uint64_t tag,
+	      uint64_t mask, int *flag, mrail_message_t **msg,
+	      mrail_status_t *st);
+/* Receive a message improbe took; MRAIL_ERR_INVALID if msg is not one. */
+int probe_imrecv(struct mrail_engine *e, const struct iovec *iov, int iovcnt,
+		 void *buf, size_t len, mrail_message_t *msg,
+		 const struct mrail_req_args *args, struct mrail_request **out);
+
+/* self.c */
+int self_send(struct mrail_engine *e, struct gate *g, struct mrail_request *r);
+void self_match(struct mrail_engine *e, struct mrail_request *recv,
+		struct unexpected *u);
+
+#endif
