@@ -706,6 +706,11 @@ void vb_ep_close(struct mrail_drv_ep *ep)
 	if (!ep || ep->state == VB_EP_CLOSED)
 		return;
 	drv = ep->drv;
+	/* The peer learns at once (as from a CM disconnect request), not
+	 * at its next send's retry timeout. */
+	if (ep->state == VB_EP_CONNECTED && ep->established)
+		vb_cm_send(ep->port, ep->ah, ep->rud_qpn, VB_CM_DISC, ep,
+			   ep->rqpn);
 	ep->state = VB_EP_CLOSED;
 	vb_ep_drop_pending(ep);
 	qp_to_error(ep);
@@ -821,6 +826,12 @@ again:
 				   "posting a work request failed: %s",
 				   strerror(err));
 			goto again; /* the list may have changed */
+		}
+		if (ep->state == VB_EP_CONNECTED && ep->flushed) {
+			vb_ep_fail(ep, MRAIL_ERR_PEER, true,
+				   "the QP entered the error state (work "
+				   "requests flushed)");
+			goto again;
 		}
 		vb_ep_push(ep);
 	}

@@ -418,10 +418,16 @@ void vb_rc_completion(struct mrail_drv_ep *ep, struct vb_wr *w,
 		ep->sfree[ep->nsfree++] = w->idx;
 	if (!live)
 		return; /* failed or closed: the work was dealt with */
+	if (!ok && wc->status == IBV_WC_WR_FLUSH_ERR && w->kind != VB_WR_RMA) {
+		/* The QP broke: the completion naming why may come after
+		 * the flushed ones (progress fails ep if none does). */
+		ep->flushed = true;
+		return;
+	}
 	if (!ok) {
 		int st = status_err(wc->status);
-		if (w->kind == VB_WR_RMA)
-			rma_finish(ep, (struct vb_rma *)w, st);
+		/* A failed get/put gets its rma_done from the failure of
+		 * every pending operation, after ep_error. */
 		vb_ep_fail(ep, st, true, "%s completion error: %s",
 			   w->kind == VB_WR_RECV   ? "receive"
 			   : w->kind == VB_WR_SEND ? "send"

@@ -189,6 +189,7 @@ struct mrail_drv_ep {
 	struct vb_frame *dead_frames;
 	struct vb_rma *dead_rma;
 	int post_err; /* a post failed outside progress (errno) */
+	bool flushed; /* a work request was flushed: the QP is in error */
 	uint64_t backlog;
 	struct vb_rma *rma_head, *rma_tail; /* in posting order */
 

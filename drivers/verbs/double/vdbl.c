@@ -65,6 +65,8 @@ static int parse_conf(const char *s, struct vdbl_conf *c)
 			c->near = (int)v;
 		else if (!strcmp(key, "fail_after") && v >= 0)
 			c->fail_after = v;
+		else if (!strcmp(key, "fail_min") && v >= 0)
+			c->fail_min = v;
 		else if (!strcmp(key, "fail_rank") && v >= 0)
 			c->fail_rank = (int)v;
 		else

@@ -97,6 +97,8 @@ struct vdbl_conf {
 	int speed, width; /* ibv_port_attr codes */
 	int near;         /* device near the process, -1: all */
 	int64_t fail_after; /* RC work requests before a forced error */
+	int64_t fail_min;   /* only RDMA requests of this many bytes count
+			       (0: every RC request) */
 	int fail_status;    /* enum ibv_wc_status of the forced error */
 	int fail_rank;      /* only in this MRAIL_RANK, -1: any */
 };

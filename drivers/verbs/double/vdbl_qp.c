@@ -426,8 +426,14 @@ static enum ibv_wc_status execute(struct exec *x)
 	bool fault = false;
 
 	if (x->me.type == IBV_QPT_RC) {
+		uint64_t len = 0;
+		for (int i = 0; i < wr->num_sge && i < VDBL_MAX_SGE; i++)
+			len += wr->sg_list[i].length;
 		pthread_mutex_lock(&g->mu);
-		fault = g->fail_here && g->rc_posted++ == g->conf.fail_after;
+		if (g->fail_here &&
+		    (!g->conf.fail_min || (wr->opcode != IBV_WR_SEND &&
+					   len >= (uint64_t)g->conf.fail_min)))
+			fault = g->rc_posted++ == g->conf.fail_after;
 		pthread_mutex_unlock(&g->mu);
 		if (fault) {
 			mrail_info("verbs double: fault injected: work request "
@@ -495,15 +501,17 @@ int vdbl_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		st = x->me.state == IBV_QPS_ERR ? IBV_WC_WR_FLUSH_ERR
 						: execute(x);
 		vdbl_lock(s);
-		if (st && q->state != IBV_QPS_ERR)
-			ch = vdbl_qp_to_err(s, q);
+		/* The error completion first, then the flushed receives. */
 		if (st || (wr->send_flags & IBV_SEND_SIGNALED)) {
 			wc.wr_id = wr->wr_id;
 			wc.status = st;
 			wc.opcode = wc_opcode(wr->opcode);
 			wc.byte_len = st ? 0 : (uint32_t)x->len;
 			wc.qp_num = q->qpn;
-			int c = vdbl_push_wc(s, q->send_cq, &wc);
+			ch = vdbl_push_wc(s, q->send_cq, &wc);
+		}
+		if (st && q->state != IBV_QPS_ERR) {
+			int c = vdbl_qp_to_err(s, q);
 			if (c >= 0)
 				ch = c;
 		}
