@@ -110,12 +110,15 @@ static void add_ports(struct mrail_drv *drv, struct vb_dev *d, int nports)
 			mrail_debug("verbs: %s:%d is not active", d->name, pn);
 			continue;
 		}
-		if (drv->api->query_gid(d->ctx, p->num, 0, &p->gid)) {
-			mrail_warn("verbs: %s:%d: no GID 0", d->name, pn);
+		if (drv->api->query_gid(d->ctx, p->num, drv->gid_index,
+					&p->gid)) {
+			mrail_warn("verbs: %s:%d: no GID %d (gid_index)", d->name,
+				   pn, drv->gid_index);
 			continue;
 		}
 		p->eth = p->attr.link_layer == IBV_LINK_LAYER_ETHERNET;
-		snprintf(p->name, sizeof p->name, "%.27s:%d", d->name, pn);
+		snprintf(p->name, sizeof p->name, "%.27s:%u", d->name,
+			 (unsigned)p->num);
 		port_fabric(p);
 		p->bw = lane_gbps(p->attr.active_speed) *
 			lanes(p->attr.active_width) * 1e9 / 8;
@@ -194,24 +197,33 @@ static void dev_close(struct mrail_drv *drv, struct vb_dev *d)
 	memset(d, 0, sizeof *d);
 }
 
-static const struct mrail_verbs_api *choose_api(const char *params)
+static const struct mrail_verbs_api *choose_api(struct mrail_drv *drv,
+					       const char *params)
 {
 	const char *conf = getenv("MRAIL_VERBS_DOUBLE");
-	char key[32], val[64];
+	char key[32], val[64], *end;
 	const char *pos = params;
 	int rc;
 
 	while (params && (rc = mrail_params_next(&pos, key, sizeof key, val,
 						 sizeof val)) != 0) {
-		if (rc < 0 || strcmp(key, "double") ||
-		    (strcmp(val, "0") && strcmp(val, "1"))) {
-			mrail_error("verbs: unknown or malformed parameter "
-				    "'%s' (known: double=0|1)",
-				    rc < 0 ? params : key);
-			return NULL;
+		if (rc == 1 && !strcmp(key, "gid_index")) {
+			long v = strtol(val, &end, 10);
+			if (*val && !*end && v >= 0 && v < 256) {
+				drv->gid_index = (int)v;
+				continue;
+			}
+		} else if (rc == 1 && !strcmp(key, "double") &&
+			   (!strcmp(val, "0") || !strcmp(val, "1"))) {
+			if (!strcmp(val, "1") &&
+			    (!conf || !*conf || !strcmp(conf, "0")))
+				conf = "1";
+			continue;
 		}
-		if (!strcmp(val, "1") && (!conf || !*conf || !strcmp(conf, "0")))
-			conf = "1";
+		mrail_error("verbs: unknown or malformed parameter '%s' "
+			    "(known: double=0|1, gid_index=0..255)",
+			    rc < 0 ? params : key);
+		return NULL;
 	}
 	if (conf && *conf && strcmp(conf, "0")) {
 		const struct mrail_verbs_api *d = mrail_verbs_double_api(conf);
@@ -244,7 +256,7 @@ static int vb_open(const struct mrail_drv_open_args *args,
 	if (!drv)
 		return MRAIL_ERR_NOMEM;
 	mrail_drv_base_init(&drv->base, &mrail_verbs_driver_ops, args);
-	drv->api = choose_api(args->params);
+	drv->api = choose_api(drv, args->params);
 	drv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	drv->timerfd = timerfd_create(CLOCK_MONOTONIC,
 				      TFD_NONBLOCK | TFD_CLOEXEC);
@@ -260,15 +272,17 @@ static int vb_open(const struct mrail_drv_open_args *args,
 		goto fail;
 	}
 	getrandom(&drv->next_req_id, sizeof drv->next_req_id, 0);
+	errno = 0;
 	list = drv->api->get_device_list(&n);
 	if (!list || n <= 0) {
-		mrail_error("verbs: no RDMA device found (%s%s): this host "
+		mrail_error("verbs: no RDMA device found (%s%s%s): this host "
 			    "has no InfiniBand/RoCE HCA, or its kernel "
 			    "drivers (ib_uverbs and the HCA's) are not "
 			    "loaded; tests can use the verbs test double "
 			    "(MRAIL_VERBS_DOUBLE=1)",
 			    drv->api->name,
-			    list ? "" : ", ibv_get_device_list failed");
+			    list ? "" : ": ibv_get_device_list: ",
+			    list ? "" : strerror(errno ? errno : ENODEV));
 		if (list)
 			drv->api->free_device_list(list);
 		rc = MRAIL_ERR_NOT_FOUND;
@@ -540,6 +554,7 @@ int vb_qp_connect(struct mrail_drv_ep *ep)
 	if (p->eth || !ep->rlid) {
 		a.ah_attr.is_global = 1;
 		a.ah_attr.grh.dgid = ep->rgid;
+		a.ah_attr.grh.sgid_index = (uint8_t)ep->drv->gid_index;
 		a.ah_attr.grh.hop_limit = 64;
 	}
 	if (api->modify_qp(ep->qp, &a,

@@ -112,6 +112,7 @@ struct ibv_ah *vb_ah_create(struct vb_port *p, const union ibv_gid *gid,
 	if (p->eth || !lid) {
 		a.is_global = 1;
 		a.grh.dgid = *gid;
+		a.grh.sgid_index = (uint8_t)p->dev->drv->gid_index;
 		a.grh.hop_limit = 64;
 	}
 	ah = p->dev->drv->api->create_ah(p->dev->pd, &a);

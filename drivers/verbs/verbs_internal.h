@@ -219,6 +219,7 @@ struct mrail_drv {
 	struct mrail_drv_ep *zombies; /* closed, work requests outstanding */
 	int progress_depth;
 	uint32_t next_req_id;
+	int gid_index; /* GID table entry of every port (RoCE v2: often 1 or 3) */
 };
 
 /* ---- verbs.c ----------------------------------------------------------- */
