@@ -7,7 +7,9 @@
 #include "util/log.h"
 #include "util/params.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +98,29 @@ void vdbl_unlock(struct vdbl_shm *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Segments of processes that died without closing (killed tests). */
+static void unlink_stale(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *end, name[300];
+		long pid;
+		if (strncmp(e->d_name, "mrail-vdbl.", 11))
+			continue;
+		pid = strtol(e->d_name + 11, &end, 10);
+		if (*end || pid <= 0 || kill((pid_t)pid, 0) == 0 ||
+		    errno != ESRCH)
+			continue;
+		snprintf(name, sizeof name, "/%s", e->d_name);
+		shm_unlink(name);
+	}
+	closedir(d);
+}
+
 static int shm_create(struct vdbl_global *g)
 {
 	pthread_mutexattr_t ma;
@@ -104,6 +129,7 @@ static int shm_create(struct vdbl_global *g)
 
 	snprintf(g->shm_name, sizeof g->shm_name, "/mrail-vdbl.%d",
 		 (int)getpid());
+	unlink_stale();
 	shm_unlink(g->shm_name); /* a dead process with our pid left it */
 	fd = shm_open(g->shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0 || ftruncate(fd, sizeof *s) < 0) {
