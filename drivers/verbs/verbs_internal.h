@@ -1,8 +1,9 @@
 /*
- * Verbs driver internals, shared by verbs.c (instance, devices, rails,
- * connection establishment, progress), verbs_conn.c (the UD connection
- * handshake) and verbs_data.c (frames over RC SENDs with credits,
- * get/put). docs/driver-verbs.md is the reference for every format.
+ * Verbs driver internals, shared by verbs.c (instance, devices,
+ * connections, progress), verbs_rails.c (rails and their nominal model),
+ * verbs_conn.c (the UD connection handshake) and verbs_data.c (frames
+ * over RC SENDs with credits, get/put). docs/driver-verbs.md is the
+ * reference for every format.
  */
 #ifndef MRAIL_DRIVERS_VERBS_INTERNAL_H
 #define MRAIL_DRIVERS_VERBS_INTERNAL_H
@@ -235,6 +236,17 @@ int vb_qp_connect(struct mrail_drv_ep *ep);
 int vb_ep_setup(struct mrail_drv_ep *ep); /* QP (INIT), buffers, receives */
 void vb_ep_destroy(struct mrail_drv_ep *ep);
 void vb_ep_close(struct mrail_drv_ep *ep);
+
+/* ---- verbs_rails.c ----------------------------------------------------- */
+/* Active ports of d become rails (name, fabric, nominal bandwidth). */
+void vb_add_ports(struct mrail_drv *drv, struct vb_dev *d, int nports);
+/* Which devices are near the process's CPUs (list: the device list the
+ * devices were opened from, in drv->devs order). */
+void vb_locality(struct mrail_drv *drv, struct ibv_device **list);
+/* Rails of near devices first, stable otherwise. */
+void vb_order_ports(struct mrail_drv *drv);
+int vb_list_rails(struct mrail_drv *drv, struct mrail_drv_rail_desc *out,
+		  int max);
 
 /* ---- verbs_conn.c ------------------------------------------------------ */
 int vb_listener_open(struct vb_port *p);
