@@ -8,11 +8,15 @@
 
 extern const struct mrail_drv_ops mrail_tcp_driver_ops;
 extern const struct mrail_drv_ops mrail_fake_driver_ops;
+extern const struct mrail_drv_ops mrail_verbs_driver_ops;
 
 static const struct mrail_drv_ops *const drivers[] = {
 	&mrail_tcp_driver_ops,
 #if MRAIL_HAVE_TEST_DRIVERS
 	&mrail_fake_driver_ops,
+#endif
+#if MRAIL_HAVE_IBVERBS
+	&mrail_verbs_driver_ops,
 #endif
 };
 

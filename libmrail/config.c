@@ -15,6 +15,7 @@ static const char *const known_vars[] = {
 	"MRAIL_DRIVERS", "MRAIL_RAILS", "MRAIL_RAILS_EXCLUDE",
 	"MRAIL_TCP_LOOPBACK_RAILS", "MRAIL_DRIVER_PARAMS",
 	"MRAIL_FAKE_PARAMS", /* drivers/fake */
+	"MRAIL_VERBS_DOUBLE", /* drivers/verbs: the verbs test double */
 	"MRAIL_RDV",
 	"MRAIL_REGCACHE", "MRAIL_REGCACHE_MAX_ENTRIES",
 	"MRAIL_REGCACHE_MAX_BYTES", /* libmrail/regcache.c */
