@@ -608,14 +608,15 @@ static void deliver(struct mrail_drv_ep *ep, const struct ofi_hdr *h,
 	}
 	if (cnt < 1 || cnt > OFI_RX_IOV_CAP ||
 	    (uint64_t)mrail_iov_length(b->iov, cnt) != h->body_len) {
+		size_t got = cnt > 0 && cnt <= OFI_RX_IOV_CAP
+				     ? mrail_iov_length(b->iov, cnt)
+				     : 0;
 		free(b);
 		ofi_ep_fail(ep, MRAIL_ERR_PROTO,
 			    "engine gave %d receive iovec entries of %zu bytes "
 			    "for a %llu-byte body from %s",
-			    cnt, cnt > 0 && cnt <= OFI_RX_IOV_CAP
-					 ? mrail_iov_length(b->iov, cnt)
-					 : 0,
-			    (unsigned long long)h->body_len, ep->remote_name);
+			    cnt, got, (unsigned long long)h->body_len,
+			    ep->remote_name);
 		return;
 	}
 	/* Empty entries dropped, as on the sending side. */
