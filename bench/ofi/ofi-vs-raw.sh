@@ -29,20 +29,22 @@ fi
 # fi_pingpong: server then client; reports "bytes #sent #ack total time
 # MB/sec usec/xfer Mxfers/sec" rows (usec/xfer: one-way).
 raw() { # size iters
-	"${run_a[@]}" fi_pingpong -p "$PROV" -e rdm -S "$1" -I "$2" \
+	# Own out-of-band port: the default one lingers in TIME_WAIT.
+	local port=$((40000 + RANDOM % 20000))
+	"${run_a[@]}" fi_pingpong -p "$PROV" -e rdm -S "$1" -I "$2" -B "$port" \
 		>/tmp/ofi-pp-srv.$$ 2>&1 &
 	local srv=$!
 	sleep 1
-	"${run_b[@]}" fi_pingpong -p "$PROV" -e rdm -S "$1" -I "$2" "$addr" 2>&1 |
+	"${run_b[@]}" fi_pingpong -p "$PROV" -e rdm -S "$1" -I "$2" -P "$port" "$addr" 2>&1 |
 		awk '$1 ~ /^[0-9]/ && NF >= 7 {print $6, $7}' | tail -1
 	wait $srv 2>/dev/null
 	rm -f /tmp/ofi-pp-srv.$$
 }
 
 echo "# provider $PROV, $WHERE (domain $domain)"
-read -r raw_bw raw_lat < <(raw 8 20000)
+read -r raw_bw raw_lat < <(raw 8 2000)
 echo "fi_pingpong 8 B: ${raw_lat} us per transfer (one-way)"
-read -r raw_bw16 raw_lat16 < <(raw 16777216 50)
+read -r raw_bw16 raw_lat16 < <(raw 16777216 20)
 echo "fi_pingpong 16 MiB: ${raw_bw16} MB/s (ping-pong)"
 
 export MRAIL_DRIVERS=ofi
