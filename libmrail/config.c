@@ -24,6 +24,7 @@ static const char *const known_vars[] = {
 	"MRAIL_EAGER_MAX", "MRAIL_PROGRESS_THREAD", "MRAIL_BOOTSTRAP",
 	"MRAIL_CONNECT_TIMEOUT", "MRAIL_FINALIZE_TIMEOUT", "MRAIL_JOB_KEY",
 	"MRAIL_TCP_SOCKBUF", /* drivers/tcp */
+	"MRAIL_OFI_PROVIDER", "MRAIL_OFI_DOMAINS", /* drivers/ofi */
 	"MRAIL_INBAND_SAMPLING", "MRAIL_THREAD_LEVEL",
 	/* set by mrail-run for the bootstrap */
 	"MRAIL_RANK", "MRAIL_SIZE", "MRAIL_LOCAL_RANK", "MRAIL_LOCAL_SIZE",

@@ -2,7 +2,7 @@
 # Installs what libmrail needs to build and test on Debian 12 (idempotent:
 # does nothing when everything is already there).
 set -euo pipefail
-pkgs=(build-essential pkg-config meson ninja-build libhwloc-dev libfabric-dev
+pkgs=(build-essential pkg-config meson ninja-build libhwloc-dev libfabric-dev libfabric-bin
       libibverbs-dev iproute2 python3 libpmix-dev openmpi-bin libopenmpi-dev
       libudev-dev) # libudev-dev: hwloc's `pkg-config --static --libs` names -ludev
 missing=()
