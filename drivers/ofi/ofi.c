@@ -346,6 +346,8 @@ static int ofi_open(const struct mrail_drv_open_args *args,
 
 	if (!args || !args->upcalls || !out)
 		return MRAIL_ERR_INVALID;
+	if ((rc = ofi_lib_load()))
+		return rc;
 	drv = calloc(1, sizeof *drv);
 	if (!drv)
 		return MRAIL_ERR_NOMEM;

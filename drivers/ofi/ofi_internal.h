@@ -25,6 +25,28 @@
 
 #define OFI_FI_VERSION FI_VERSION(1, 9)
 
+/* libfabric's entry points, loaded at first open (ofi_lib.c). */
+struct ofi_lib {
+	int (*getinfo)(uint32_t version, const char *node, const char *service,
+		       uint64_t flags, const struct fi_info *hints,
+		       struct fi_info **info);
+	void (*freeinfo)(struct fi_info *info);
+	struct fi_info *(*dupinfo)(const struct fi_info *info);
+	int (*fabric)(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		      void *context);
+	const char *(*strerror)(int errnum);
+};
+extern struct ofi_lib ofi_lib;
+/* MRAIL_OK, or MRAIL_ERR_NOT_FOUND (logged) when libfabric is missing. */
+int ofi_lib_load(void);
+#define fi_getinfo ofi_lib.getinfo
+#define fi_freeinfo ofi_lib.freeinfo
+#define fi_dupinfo ofi_lib.dupinfo
+#define fi_fabric ofi_lib.fabric
+#define fi_strerror ofi_lib.strerror
+#undef fi_allocinfo
+#define fi_allocinfo() ofi_lib.dupinfo(NULL)
+
 /* ---- wire (version 1, little-endian, docs/driver-ofi.md) --------------- */
 
 /* Every message a rail endpoint receives into a head buffer starts with a
