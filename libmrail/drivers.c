@@ -13,6 +13,7 @@ static int params_for(const char *all, const char *name, char *out,
 		      size_t cap)
 {
 	size_t nl = strlen(name);
+	int seen = 0;
 	out[0] = '\0';
 	for (const char *p = all; p && *p;) {
 		size_t len = strcspn(p, ";");
@@ -26,7 +27,7 @@ static int params_for(const char *all, const char *name, char *out,
 		size_t dl = (size_t)(colon - p);
 		if (dl == nl && !strncmp(p, name, nl)) {
 			size_t vl = len - dl - 1;
-			if (vl >= cap || out[0]) {
+			if (vl >= cap || seen++) {
 				mrail_error("invalid MRAIL_DRIVER_PARAMS: the "
 					    "'%s' section is too long or given "
 					    "twice", name);

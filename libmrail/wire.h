@@ -1,5 +1,5 @@
 /*
- * The engine's wire format (version 2), carried in driver frame heads.
+ * The engine's wire format (version 3), carried in driver frame heads.
  * Documented in docs/wire.md; keep both in sync.
  *
  * A frame head is a packet: an 8-byte packet header, then records, each

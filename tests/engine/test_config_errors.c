@@ -33,6 +33,14 @@ static const struct { const char *var, *value; } bad[] = {
 	{"MRAIL_TCP_SOCKBUF", "huge"},
 	{"MRAIL_THREAD_LEVEL", "funneled"},
 	{"MRAIL_THREAD_LEVEL", "SINGLE"},
+	{"MRAIL_DRIVERS", "tcp,tcp"},
+	{"MRAIL_DRIVERS", "tcp,"},
+	{"MRAIL_DRIVER_PARAMS", "tcp:loopback_rails=0"},
+	{"MRAIL_DRIVER_PARAMS", "tcp:no_such_knob=1"},
+	{"MRAIL_DRIVER_PARAMS", "tcp:;tcp:loopback_rails=2"},
+	{"MRAIL_DRIVER_PARAMS", "carrier-pigeon:rails=1"},
+	{"MRAIL_DRIVER_PARAMS", "loopback_rails=2"},
+	{"MRAIL_RDV", "telepathy"},
 };
 
 static char logbuf[1 << 16];
