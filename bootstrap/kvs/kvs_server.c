@@ -64,6 +64,7 @@ struct mrail_kvs_server {
 	bool *in_fence;          /* [size] */
 	uint32_t fence_count;
 	uint64_t fences_done;
+	uint64_t requests, gets, get_manys; /* round trips served, for logs */
 };
 
 static char listener_tag; /* epoll data of the listening socket */
@@ -412,6 +413,9 @@ static void handle_frame(struct mrail_kvs_server *s, struct conn *c,
 			       mrail_kvs_type_name(type));
 		return;
 	}
+	s->requests++;
+	s->gets += type == MRAIL_KVS_GET;
+	s->get_manys += type == MRAIL_KVS_GET_MANY;
 	switch (type) {
 	case MRAIL_KVS_PUT:
 		handle_put(s, c, p, len);
@@ -839,6 +843,12 @@ void mrail_kvs_server_destroy(struct mrail_kvs_server *s)
 {
 	if (!s)
 		return;
+	if (s->requests)
+		mrail_info("KVS: served %llu requests (%llu GET, %llu GET_MANY, "
+			   "%llu fences)", (unsigned long long)s->requests,
+			   (unsigned long long)s->gets,
+			   (unsigned long long)s->get_manys,
+			   (unsigned long long)s->fences_done);
 	while (s->conns)
 		conn_close(s, s->conns);
 	while (s->closed) {
