@@ -279,3 +279,32 @@ write("tcp_frame", "framed", b"\x80" + tcp_rec(b"h1") +
       tcp_rec(b"h2", b"x" * 1000) + tcp_rec(b"", b"y" * 3))
 write("tcp_frame", "framed_flip", b"\x22" + tcp_rec(b"h1", b"z" * 10))
 print("corpus written to", OUT)
+
+# ---- fake driver messages and address blobs (docs/driver-fake.md) -----------
+
+
+def msg(b):
+    return struct.pack("<H", len(b)) + b
+
+
+def fake_frame(head, body=b""):
+    return struct.pack("<IIQ", 0x0146524d, len(head), len(body)) + head + body
+
+
+def fake_rec(head, body=b""):
+    return bytes([len(head)]) + struct.pack("<H", len(body)) + head + body
+
+
+write("fake_frame", "raw_frames", b"\x01" + msg(fake_frame(b"head")) +
+      msg(fake_frame(b"h2", b"body" * 100)) + msg(fake_frame(b"")))
+write("fake_frame", "raw_short", b"\x01" + msg(b"MRF\x01"))
+write("fake_frame", "raw_bad_version", b"\x01" + msg(struct.pack(
+    "<IIQ", 0x0246524d, 0, 0)))
+write("fake_frame", "raw_len_mismatch", b"\x01" + msg(struct.pack(
+    "<IIQ", 0x0146524d, 8, 0) + b"abc"))
+write("fake_frame", "framed", b"\x40" + msg(fake_rec(b"h1")) +
+      msg(fake_rec(b"h2", b"x" * 1000)) + msg(fake_rec(b"", b"y" * 3)))
+write("fake_frame", "framed_flip", b"\x24" + msg(fake_rec(b"h1", b"z" * 10)))
+write("fake_frame", "blob", b"\x02" + FAKE)
+write("fake_frame", "blob_bad_len", b"\x02" + FAKE[:-1])
+print("fake_frame corpus written")
