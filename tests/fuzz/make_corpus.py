@@ -278,7 +278,6 @@ write("tcp_frame", "raw_partial", b"\x41" + tcp_frame(b"head", b"b" * 50)[:40])
 write("tcp_frame", "framed", b"\x80" + tcp_rec(b"h1") +
       tcp_rec(b"h2", b"x" * 1000) + tcp_rec(b"", b"y" * 3))
 write("tcp_frame", "framed_flip", b"\x22" + tcp_rec(b"h1", b"z" * 10))
-print("corpus written to", OUT)
 
 # ---- fake driver messages and address blobs (docs/driver-fake.md) -----------
 
@@ -307,4 +306,4 @@ write("fake_frame", "framed", b"\x40" + msg(fake_rec(b"h1")) +
 write("fake_frame", "framed_flip", b"\x24" + msg(fake_rec(b"h1", b"z" * 10)))
 write("fake_frame", "blob", b"\x02" + FAKE)
 write("fake_frame", "blob_bad_len", b"\x02" + FAKE[:-1])
-print("fake_frame corpus written")
+print("corpus written to", OUT)
