@@ -307,3 +307,41 @@ write("fake_frame", "framed_flip", b"\x24" + msg(fake_rec(b"h1", b"z" * 10)))
 write("fake_frame", "blob", b"\x02" + FAKE)
 write("fake_frame", "blob_bad_len", b"\x02" + FAKE[:-1])
 print("corpus written to", OUT)
+
+# ---- engine receive path (fuzz_engine): flags, then "head_len u16 (bit 15:
+# rail), body_len u16, bytes" records; packet headers are added by the
+# harness unless flag bit 3 is set.
+
+
+def erec(head, body=b""):
+    return struct.pack("<HH", len(head), len(body)) + head + body
+
+
+for name, flags, recs in [
+        ("eager_seq0", 1, [wire["eager"].replace(struct.pack("<Q", 1),
+                                                 struct.pack("<Q", 0), 1)]),
+        ("eager_seq1", 1, [wire["eager"]]),
+        ("eagers_out_of_order", 1, [eager(1, 0, b"b"), eager(0, 0, b"a")]),
+        ("eager_sync", 1, [pad8(rec(9, 3) + struct.pack("<QQQ", 0, 0, 7) +
+                                b"abc")]),
+        ("rts_matched", 1, [rec(2) + struct.pack("<QQQQ", 0, 0, 65536, 1)]),
+        ("rts_unexpected", 0, [rec(2) + struct.pack("<QQQQ", 0, 3, 1 << 30, 1)]),
+        ("rtr_for_send", 2, [rec(3) + struct.pack("<QQQQQ", 1, 9, 0, 65536,
+                                                  262144)]),
+        ("rtr_put_no_key", 2, [rec(3, flags=1) + struct.pack(
+            "<QQQQQ", 1, 9, 0, 4096, 4096)]),
+        ("data_stray", 1, [rec(4) + struct.pack("<QQQ", 1, 0, 16)]),
+        ("sync_ack", 4, [wire["sync_ack"]]),
+        ("busy", 0, [wire["busy"]]),
+        ("bye", 7, [wire["bye"]]),
+        ("rkey_getfin", 2, [wire["rkey"], wire["get_fin"], wire["put_fin"]]),
+        ("hello_again", 0, [wire["hello"]]),
+        ("hello_ack", 0, [wire["hello_ack"]]),
+        ("bad_mac", 16, [wire["eager"]]),
+        ("keep_open", 33, [wire["eager"]]),
+        ("raw_bad_header", 8, [b"\0" * 16])]:
+    out = bytes([flags])
+    for r in recs:
+        out += erec(r, b"D" * 16 if r[0] == 4 else b"")
+    write("engine", name, out)
+print("engine corpus written")
