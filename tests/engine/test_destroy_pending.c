@@ -30,12 +30,16 @@ static int job(mrail_engine_t *e, uint32_t rank, uint32_t n)
 	int rc = mrail_wait(e, r, &st);
 	printf("receiver: pending receive ended: %s, status %s\n",
 	       mrail_strerror(rc), mrail_strerror(st.error));
+	/* Stay longer than the sender's finalize timeout: its gate must
+	 * still be up, the send still in flight, when it frees the gate. */
+	usleep(1000 * 1000);
 	return 0;
 }
 
 int main(void)
 {
 	int status[2];
+	setenv("MRAIL_FINALIZE_TIMEOUT", "0.2", 1);
 	job_run(2, job, status);
 	for (int i = 0; i < 2; i++)
 		CHECK(WIFEXITED(status[i]) && WEXITSTATUS(status[i]) == 0);
