@@ -2,7 +2,7 @@
 # Builds the libFuzzer harnesses (tests/fuzz, clang, ASan+UBSan) in their
 # own build dir and runs each for SECONDS (default 60) on a copy of its seed
 # corpus, leaks detected. Ends with one line per harness:
-#   fuzz <name>: <execs> execs in <s> s, <n> crash(es)
+#   fuzz <name>: <execs> execs in <s> s (<c> s CPU), <n> crash(es)
 # and exits non-zero if any harness crashed, leaked or did not build.
 # Crash inputs are left in $FUZZ_DIR/artifacts/<name>/ (add a reproducer
 # to tests/fuzz/corpus/<name>/ once the bug is fixed).
@@ -41,11 +41,14 @@ run_one() { # name
   rm -rf "$dir"
   mkdir -p "$dir/corpus" "$dir/artifacts"
   cp tests/fuzz/corpus/"$n"/* "$dir/corpus/" 2>/dev/null
+  # CPU seconds (user + system), when GNU time is there.
+  local timer=()
+  [ -x /usr/bin/time ] && timer=(/usr/bin/time -o "$dir/cpu" -f %U+%S)
   # -close_fd_mask=3: the code's own log lines would drown the output;
   # sanitizer reports still reach the log.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$build/tests/fuzz/fuzz_$n" -max_total_time="$seconds" -timeout=20 \
+    "${timer[@]}" "$build/tests/fuzz/fuzz_$n" -max_total_time="$seconds" -timeout=20 \
       -rss_limit_mb=2048 -max_len=65536 -detect_leaks=1 -close_fd_mask=3 \
       -print_final_stats=1 -artifact_prefix="$dir/artifacts/" \
       "$dir/corpus" >"$dir/log" 2>&1
@@ -69,6 +72,7 @@ for n in $names; do
   crashes=$(find "$dir/artifacts" -type f | wc -l)
   if [ "$rc" != 0 ] && [ "$crashes" = 0 ]; then crashes=1; fi
   [ "$crashes" != 0 ] && { failed=1; grep -m5 -E "ERROR|SUMMARY|runtime error|invariant" "$dir/log"; }
-  echo "fuzz $n: ${execs:-0} execs in ${secs:-?} s, $crashes crash(es)"
+  cpu=$(python3 -c "print(round($(cat "$dir/cpu" 2>/dev/null || echo 0)))" 2>/dev/null)
+  echo "fuzz $n: ${execs:-0} execs in ${secs:-?} s (${cpu:-?} s CPU), $crashes crash(es)"
 done
 exit $failed
