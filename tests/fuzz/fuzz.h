@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,6 +45,19 @@ static inline char *fuzz_strndup(const uint8_t *data, size_t n)
 		s[i] = (char)data[i];
 	s[n] = '\0';
 	return s;
+}
+
+/*
+ * Close a TCP socket of the harness with a reset: thousands of inputs a
+ * second would otherwise fill the ephemeral port range with TIME_WAIT
+ * sockets and make connect() fail (EADDRNOTAVAIL). Call it after the
+ * peer under test has seen the orderly shutdown it was meant to see.
+ */
+static inline void fuzz_close_abort(int fd)
+{
+	struct linger l = {1, 0};
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+	close(fd);
 }
 
 #endif

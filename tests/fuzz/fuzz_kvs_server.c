@@ -40,8 +40,10 @@ static int dial(const struct mrail_kvs_server *s)
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		abort();
-	if (connect(fd, (struct sockaddr *)&sin, sizeof sin) < 0)
-		abort();
+	if (connect(fd, (struct sockaddr *)&sin, sizeof sin) < 0) {
+		close(fd); /* ports exhausted by a busy host: skip the input */
+		return -1;
+	}
 	return fd;
 }
 
@@ -102,6 +104,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (mrail_kvs_server_create(&cfg, &s) != MRAIL_OK)
 		abort();
 	int fds[2] = {dial(s), dial(s)};
+	if (fds[0] < 0 || fds[1] < 0) {
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		mrail_kvs_server_destroy(s);
+		return 0;
+	}
 	settle(s, fds, 0);
 	if (data[0] & 1)
 		authenticate(s, fds[0], 0);
@@ -118,14 +127,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	settle(s, fds, 2);
 	if (data[0] & 8) {
-		close(fds[0]);
+		shutdown(fds[0], SHUT_WR);
+		settle(s, fds, 2);
+		fuzz_close_abort(fds[0]);
 		fds[0] = -1;
 		settle(s, fds, 2);
 	}
 	mrail_kvs_server_job_ending(s);
 	for (int i = 0; i < 2; i++)
 		if (fds[i] >= 0)
-			close(fds[i]);
+			shutdown(fds[i], SHUT_WR);
+	settle(s, fds, 2);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			fuzz_close_abort(fds[i]);
 	settle(s, fds, 0);
 	mrail_kvs_server_destroy(s);
 	return 0;
