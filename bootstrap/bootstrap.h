@@ -33,11 +33,24 @@ struct mrail_bootstrap_ops {
 	 * length out. MRAIL_ERR_NOT_FOUND if absent. */
 	int (*get)(struct mrail_bootstrap *bs, const char *key, void *val,
 		   size_t *len);
+	/* Optional (NULL: get() per key): n gets in as few round trips as
+	 * the launcher allows. keys[i] into vals[i]; lens[i] capacity in,
+	 * length out; rcs[i] what get() would have returned for it. MRAIL_OK
+	 * when every rcs[i] is set, else the error that broke the exchange. */
+	int (*get_many)(struct mrail_bootstrap *bs, uint32_t n,
+			const char *const *keys, void *const *vals,
+			size_t *lens, int *rcs);
 	/* Optional (NULL if the launcher cannot tell): this rank's index
 	 * among the job's ranks on its host, and how many those are. */
 	uint32_t (*local_rank)(struct mrail_bootstrap *bs);
 	uint32_t (*local_size)(struct mrail_bootstrap *bs);
 };
+
+/* bootstrap/batch.c: ops->get_many, or ops->get per key without it. */
+int mrail_bootstrap_get_many(const struct mrail_bootstrap_ops *ops,
+			     struct mrail_bootstrap *bs, uint32_t n,
+			     const char *const *keys, void *const *vals,
+			     size_t *lens, int *rcs);
 
 /* bootstrap/registry.c: the first bootstrap whose detect() says yes. */
 const struct mrail_bootstrap_ops *mrail_bootstrap_detect(void);

@@ -203,6 +203,12 @@ void gate_free(struct mrail_engine *e, struct gate *g)
 		mrail_list_remove(pos);
 		unexpected_free(mrail_list_entry(pos, struct unexpected, link));
 	}
+	/* Requests outlive the gate until requests_fini(), which unlinks
+	 * them: detach them now so it does not write into a freed gate. */
+	mrail_list_foreach_safe(pos, tmp, &g->sendq)
+		mrail_list_remove(pos);
+	mrail_list_foreach_safe(pos, tmp, &g->rdv)
+		mrail_list_remove(pos);
 	free(g->plan);
 	if (e->strategy && e->strategy->peer_fini)
 		e->strategy->peer_fini(e->strategy_state, g->strategy_peer);

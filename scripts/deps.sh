@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential pkg-config meson ninja-build libhwloc-dev libfabric-dev libfabric-bin
       libibverbs-dev iproute2 python3 libpmix-dev openmpi-bin libopenmpi-dev
-      libudev-dev) # libudev-dev: hwloc's `pkg-config --static --libs` names -ludev
+      libudev-dev # libudev-dev: hwloc's `pkg-config --static --libs` names -ludev
+      clang libclang-rt-14-dev) # the libFuzzer pass (scripts/fuzz.sh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds with -Werror, runs the whole test suite,
 # then again under AddressSanitizer + UndefinedBehaviorSanitizer, then the
-# threaded tests (suite 'threads') under ThreadSanitizer.
+# threaded tests (suite 'threads') under ThreadSanitizer, then a short
+# libFuzzer pass (scripts/fuzz.sh, FUZZ_SECONDS=15 per harness, each
+# harness one test).
 # Ends with one line: "N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,10 +36,26 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/ts
   run_suite build-tsan --buildtype=debug -Db_sanitize=thread -- --suite threads \
   || build_failed=$((build_failed + 1))
 
+# Each harness counts as one test: passed if it ran its time without a
+# crash, leak or sanitizer report (fuzz.sh's "fuzz NAME: ..." lines).
+mkdir -p build-fuzz
+FUZZ_BUILD=build-fuzz bash scripts/fuzz.sh "${FUZZ_SECONDS:-15}" \
+  | tee build-fuzz/summary.txt || true
+
 python3 - "$build_failed" <<'PY'
-import json, sys, os
+import json, re, sys, os
 passed = failed = skipped = 0
 failed += int(sys.argv[1])
+fuzz = [l for l in open("build-fuzz/summary.txt") if l.startswith("fuzz ")] \
+    if os.path.exists("build-fuzz/summary.txt") else []
+if not fuzz:
+    failed += 1  # the fuzz pass did not run at all
+for l in fuzz:
+    m = re.search(r"(\d+) crash", l)
+    if m and m.group(1) == "0":
+        passed += 1
+    else:
+        failed += 1
 for d in ("build-test", "build-asan", "build-tsan"):
     log = os.path.join(d, "meson-logs", "testlog.json")
     if not os.path.exists(log):

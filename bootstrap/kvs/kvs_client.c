@@ -37,7 +37,8 @@ struct mrail_bootstrap {
 	double timeout; /* seconds per operation; INFINITY = no limit */
 	bool broken;    /* a failed exchange left the stream out of step */
 	char addr[128]; /* MRAIL_KVS_ADDR, for log lines */
-	uint8_t payload[MRAIL_KVS_PAYLOAD_MAX];
+	int protocol;   /* the service's version; 0 until asked */
+	uint8_t *payload; /* MRAIL_KVS_FRAME_MAX bytes: the reply read last */
 };
 
 /* ---- environment ------------------------------------------------------ */
@@ -383,6 +384,7 @@ static void kvs_fini(struct mrail_bootstrap *bs)
 		return;
 	if (bs->fd >= 0)
 		close(bs->fd);
+	free(bs->payload);
 	free(bs);
 }
 
@@ -395,6 +397,10 @@ static int kvs_init(struct mrail_bootstrap **out)
 	if (!bs)
 		return MRAIL_ERR_NOMEM;
 	bs->fd = -1;
+	if (!(bs->payload = malloc(MRAIL_KVS_FRAME_MAX))) {
+		free(bs);
+		return MRAIL_ERR_NOMEM;
+	}
 	if ((rc = read_environment(bs)) || (rc = kvs_connect(bs)) ||
 	    (rc = authenticate(bs))) {
 		kvs_fini(bs);
@@ -546,6 +552,127 @@ static int kvs_get(struct mrail_bootstrap *bs, const char *key, void *val,
 	return MRAIL_OK;
 }
 
+/* Whether the service speaks GET_MANY (a version-1 mrail-run does not). */
+static int service_protocol(struct mrail_bootstrap *bs)
+{
+	char v[8];
+	size_t len = sizeof v - 1;
+
+	if (bs->protocol)
+		return bs->protocol;
+	int rc = kvs_get(bs, MRAIL_KVS_PROTOCOL_KEY, v, &len);
+	if (rc == MRAIL_ERR_NOT_FOUND || rc == MRAIL_ERR_TRUNCATE) {
+		bs->protocol = 1;
+		return 1;
+	}
+	if (rc)
+		return rc;
+	v[len] = '\0';
+	bs->protocol = atoi(v) >= 2 ? 2 : 1;
+	return bs->protocol;
+}
+
+/* Copy one answer out like kvs_get() does (truncation included). */
+static int take_value(const uint8_t *val, size_t vlen, int found, void *dst,
+		      size_t *len)
+{
+	size_t cap = *len;
+	if (!found)
+		return MRAIL_ERR_NOT_FOUND;
+	*len = vlen;
+	if (vlen > cap) {
+		if (cap)
+			memcpy(dst, val, cap);
+		return MRAIL_ERR_TRUNCATE;
+	}
+	if (vlen)
+		memcpy(dst, val, vlen);
+	return MRAIL_OK;
+}
+
+/* GET_MANY of keys[0..n) (as many as fit one request); the answered
+ * count in *done. */
+static int get_batch(struct mrail_bootstrap *bs, uint32_t n,
+		     const char *const *keys, void *const *vals, size_t *lens,
+		     int *rcs, uint32_t *done)
+{
+	struct mrail_kvs_header reply;
+	struct mrail_kvs_iter it;
+	const char *why;
+	uint8_t *req = malloc(MRAIL_KVS_PAYLOAD_MAX);
+	size_t off = 2;
+	uint32_t k = 0, count = 0;
+	int rc;
+
+	if (!req)
+		return MRAIL_ERR_NOMEM;
+	for (; k < n && k < MRAIL_KVS_BATCH_KEYS_MAX; k++) {
+		size_t klen = strlen(keys[k]);
+		if (off + 1 + klen > MRAIL_KVS_PAYLOAD_MAX)
+			break;
+		req[off] = (uint8_t)klen;
+		memcpy(req + off + 1, keys[k], klen);
+		off += 1 + klen;
+	}
+	req[0] = (uint8_t)(k >> 8);
+	req[1] = (uint8_t)k;
+	struct iovec iov = {req, off};
+	rc = exchange(bs, MRAIL_KVS_GET_MANY, &iov, 1, &reply,
+		      "reading keys");
+	free(req);
+	if (rc)
+		return rc;
+	if (reply.type != MRAIL_KVS_VALUES)
+		return unexpected(bs, &reply, "reading keys");
+	if (mrail_kvs_parse_values(bs->payload, reply.length, &count, &it,
+				   &why) < 0 || count > k) {
+		mrail_error("kvs bootstrap: rank %u: malformed VALUES from %s: "
+			    "%s", bs->rank, bs->addr,
+			    count > k ? "more answers than keys" : why);
+		bs->broken = true;
+		return MRAIL_ERR_PROTO;
+	}
+	const uint8_t *val;
+	size_t vlen;
+	int found;
+	for (uint32_t i = 0; mrail_kvs_next_value(&it, &found, &val, &vlen);
+	     i++)
+		rcs[i] = take_value(val, vlen, found, vals[i], &lens[i]);
+	*done = count;
+	return MRAIL_OK;
+}
+
+static int kvs_get_many(struct mrail_bootstrap *bs, uint32_t n,
+			const char *const *keys, void *const *vals,
+			size_t *lens, int *rcs)
+{
+	size_t key_len;
+	int rc;
+
+	for (uint32_t i = 0; i < n; i++)
+		if ((rc = check_key(bs, keys[i], &key_len)))
+			return rc;
+		else if (lens[i] && !vals[i])
+			return MRAIL_ERR_INVALID;
+	rc = service_protocol(bs);
+	if (rc < 0)
+		return rc;
+	if (rc < 2) {
+		for (uint32_t i = 0; i < n; i++) {
+			rcs[i] = kvs_get(bs, keys[i], vals[i], &lens[i]);
+			if (rcs[i] != MRAIL_OK && rcs[i] != MRAIL_ERR_NOT_FOUND &&
+			    rcs[i] != MRAIL_ERR_TRUNCATE)
+				return rcs[i];
+		}
+		return MRAIL_OK;
+	}
+	for (uint32_t i = 0, done = 0; i < n; i += done)
+		if ((rc = get_batch(bs, n - i, keys + i, vals + i, lens + i,
+				    rcs + i, &done)))
+			return rc;
+	return MRAIL_OK;
+}
+
 const struct mrail_bootstrap_ops mrail_kvs_bootstrap_ops = {
 	.name = "kvs",
 	.detect = kvs_detect,
@@ -556,6 +683,7 @@ const struct mrail_bootstrap_ops mrail_kvs_bootstrap_ops = {
 	.put = kvs_put,
 	.fence = kvs_fence,
 	.get = kvs_get,
+	.get_many = kvs_get_many,
 	.local_rank = kvs_local_rank,
 	.local_size = kvs_local_size,
 };

@@ -34,8 +34,15 @@ const char *mrail_kvs_type_name(uint8_t type)
 	case MRAIL_KVS_VALUE: return "VALUE";
 	case MRAIL_KVS_NOT_FOUND: return "NOT_FOUND";
 	case MRAIL_KVS_ERROR: return "ERROR";
+	case MRAIL_KVS_GET_MANY: return "GET_MANY";
+	case MRAIL_KVS_VALUES: return "VALUES";
 	default: return "unknown";
 	}
+}
+
+uint8_t mrail_kvs_type_version(uint8_t type)
+{
+	return type == MRAIL_KVS_GET_MANY || type == MRAIL_KVS_VALUES ? 2 : 1;
 }
 
 void mrail_kvs_header_encode(uint8_t out[MRAIL_KVS_HEADER_BYTES],
@@ -43,7 +50,7 @@ void mrail_kvs_header_encode(uint8_t out[MRAIL_KVS_HEADER_BYTES],
 {
 	out[0] = MRAIL_KVS_MAGIC0;
 	out[1] = MRAIL_KVS_MAGIC1;
-	out[2] = MRAIL_KVS_VERSION;
+	out[2] = mrail_kvs_type_version(type);
 	out[3] = type;
 	put_be32(out + 4, length);
 }
@@ -78,6 +85,14 @@ static void length_bounds(uint8_t type, uint32_t *min, uint32_t *max)
 	case MRAIL_KVS_VALUE:
 		*max = MRAIL_BOOTSTRAP_VALUE_MAX;
 		break;
+	case MRAIL_KVS_GET_MANY:
+		*min = 2 + 2;
+		*max = MRAIL_KVS_PAYLOAD_MAX;
+		break;
+	case MRAIL_KVS_VALUES:
+		*min = 2 + MRAIL_KVS_VALUE_ENTRY_BYTES(0);
+		*max = MRAIL_KVS_VALUES_MAX;
+		break;
 	case MRAIL_KVS_FENCE:
 	case MRAIL_KVS_OK:
 	case MRAIL_KVS_NOT_FOUND:
@@ -97,7 +112,7 @@ int mrail_kvs_header_decode(const uint8_t in[MRAIL_KVS_HEADER_BYTES],
 		*why = "bad magic (not an mrail KVS client)";
 		return -1;
 	}
-	if (in[2] != MRAIL_KVS_VERSION) {
+	if (in[2] < 1 || in[2] > MRAIL_KVS_VERSION) {
 		*why = "unsupported protocol version";
 		return -1;
 	}
@@ -107,6 +122,10 @@ int mrail_kvs_header_decode(const uint8_t in[MRAIL_KVS_HEADER_BYTES],
 	length_bounds(hdr->type, &min, &max);
 	if (min > max) {
 		*why = "unknown message type";
+		return -1;
+	}
+	if (hdr->version < mrail_kvs_type_version(hdr->type)) {
+		*why = "message type newer than the frame's version";
 		return -1;
 	}
 	if (hdr->length < min || hdr->length > max) {
@@ -141,11 +160,17 @@ static int buf_reserve(struct mrail_kvs_buf *b, size_t extra)
 int mrail_kvs_buf_frame(struct mrail_kvs_buf *b, uint8_t type,
 			const struct iovec *iov, int n)
 {
+	return mrail_kvs_buf_frame_max(b, type, iov, n, MRAIL_KVS_PAYLOAD_MAX);
+}
+
+int mrail_kvs_buf_frame_max(struct mrail_kvs_buf *b, uint8_t type,
+			    const struct iovec *iov, int n, size_t max)
+{
 	size_t payload = 0;
 
 	for (int i = 0; i < n; i++)
 		payload += iov[i].iov_len;
-	if (payload > MRAIL_KVS_PAYLOAD_MAX)
+	if (payload > max)
 		return -1;
 	if (buf_reserve(b, MRAIL_KVS_HEADER_BYTES + payload) < 0)
 		return -1;
@@ -224,6 +249,111 @@ int mrail_kvs_parse_put(const uint8_t *p, size_t len, const uint8_t **key,
 	*val = p + 2 + klen;
 	*val_len = len - 2 - klen;
 	return 0;
+}
+
+int mrail_kvs_parse_get_many(const uint8_t *p, size_t len, uint32_t *count,
+			     struct mrail_kvs_iter *it, const char **why)
+{
+	if (len < 2) {
+		*why = "GET_MANY without a key count";
+		return -1;
+	}
+	uint32_t n = (uint32_t)p[0] << 8 | p[1];
+	if (n == 0 || n > MRAIL_KVS_BATCH_KEYS_MAX) {
+		*why = "GET_MANY key count out of bounds";
+		return -1;
+	}
+	size_t off = 2;
+	for (uint32_t i = 0; i < n; i++) {
+		if (off >= len) {
+			*why = "GET_MANY shorter than its key count";
+			return -1;
+		}
+		size_t klen = p[off];
+		if (klen == 0 || klen > len - off - 1) {
+			*why = "GET_MANY key empty or past the message";
+			return -1;
+		}
+		if (memchr(p + off + 1, '\0', klen)) {
+			*why = "GET_MANY key contains a NUL byte";
+			return -1;
+		}
+		off += 1 + klen;
+	}
+	if (off != len) {
+		*why = "trailing bytes after the GET_MANY keys";
+		return -1;
+	}
+	*count = n;
+	*it = (struct mrail_kvs_iter){p + 2, len - 2, n};
+	return 0;
+}
+
+int mrail_kvs_next_key(struct mrail_kvs_iter *it, const uint8_t **key,
+		       size_t *key_len)
+{
+	if (!it->count)
+		return 0;
+	*key_len = it->p[0];
+	*key = it->p + 1;
+	it->p += 1 + *key_len;
+	it->left -= 1 + *key_len;
+	it->count--;
+	return 1;
+}
+
+int mrail_kvs_parse_values(const uint8_t *p, size_t len, uint32_t *count,
+			   struct mrail_kvs_iter *it, const char **why)
+{
+	if (len < 2) {
+		*why = "VALUES without a count";
+		return -1;
+	}
+	uint32_t n = (uint32_t)p[0] << 8 | p[1];
+	if (n == 0 || n > MRAIL_KVS_BATCH_KEYS_MAX) {
+		*why = "VALUES count out of bounds";
+		return -1;
+	}
+	size_t off = 2;
+	for (uint32_t i = 0; i < n; i++) {
+		if (len - off < MRAIL_KVS_VALUE_ENTRY_BYTES(0)) {
+			*why = "VALUES shorter than its count";
+			return -1;
+		}
+		uint8_t found = p[off];
+		uint32_t vlen = get_be32(p + off + 1);
+		if (found > 1 || (!found && vlen) ||
+		    vlen > MRAIL_BOOTSTRAP_VALUE_MAX) {
+			*why = "VALUES entry with a bad flag or length";
+			return -1;
+		}
+		if (vlen > len - off - MRAIL_KVS_VALUE_ENTRY_BYTES(0)) {
+			*why = "VALUES entry runs past the message";
+			return -1;
+		}
+		off += MRAIL_KVS_VALUE_ENTRY_BYTES(vlen);
+	}
+	if (off != len) {
+		*why = "trailing bytes after the VALUES entries";
+		return -1;
+	}
+	*count = n;
+	*it = (struct mrail_kvs_iter){p + 2, len - 2, n};
+	return 0;
+}
+
+int mrail_kvs_next_value(struct mrail_kvs_iter *it, int *found,
+			 const uint8_t **val, size_t *val_len)
+{
+	if (!it->count)
+		return 0;
+	*found = it->p[0];
+	*val_len = get_be32(it->p + 1);
+	*val = it->p + MRAIL_KVS_VALUE_ENTRY_BYTES(0);
+	it->p += MRAIL_KVS_VALUE_ENTRY_BYTES(*val_len);
+	it->left -= MRAIL_KVS_VALUE_ENTRY_BYTES(*val_len);
+	it->count--;
+	return 1;
 }
 
 static void proof(const uint8_t key[MRAIL_AUTH_KEY_BYTES],

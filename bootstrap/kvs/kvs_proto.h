@@ -18,7 +18,14 @@
 #include "bootstrap/bootstrap.h"
 #include "util/auth.h"
 
-#define MRAIL_KVS_VERSION 1
+/* Highest protocol version spoken. A frame carries the version that
+ * introduced its type (1, or 2 for GET_MANY/VALUES), so version-1 peers
+ * never see a frame they cannot read; docs/bootstrap.md. */
+#define MRAIL_KVS_VERSION 2
+/* GET of this key answers the service's protocol version as decimal text
+ * (a version-1 service answers NOT_FOUND): how a client learns whether it
+ * may send GET_MANY without a round trip per key afterwards. */
+#define MRAIL_KVS_PROTOCOL_KEY "mrail.kvs.protocol"
 #define MRAIL_KVS_MAGIC0 'M'
 #define MRAIL_KVS_MAGIC1 'K'
 #define MRAIL_KVS_HEADER_BYTES 8
@@ -27,6 +34,13 @@
 /* Largest payload of any frame: a PUT of the longest key and value. */
 #define MRAIL_KVS_PAYLOAD_MAX \
 	(2 + MRAIL_BOOTSTRAP_KEY_MAX + MRAIL_BOOTSTRAP_VALUE_MAX)
+/* GET_MANY: at most this many keys per request. */
+#define MRAIL_KVS_BATCH_KEYS_MAX 4096
+/* VALUES: the service answers a prefix of the keys whose payload fits in
+ * this many bytes (at least one key: one value always fits). */
+#define MRAIL_KVS_VALUES_MAX (1u << 20)
+/* Largest payload of any frame type. */
+#define MRAIL_KVS_FRAME_MAX MRAIL_KVS_VALUES_MAX
 /* AUTH payload: rank, client nonce, MAC. */
 #define MRAIL_KVS_AUTH_BYTES (4 + MRAIL_AUTH_NONCE_BYTES + MRAIL_AUTH_MAC_BYTES)
 
@@ -40,11 +54,15 @@ enum mrail_kvs_type {
 	MRAIL_KVS_PUT = 0x10,       /* key_len u16, key, value */
 	MRAIL_KVS_FENCE = 0x11,     /* empty */
 	MRAIL_KVS_GET = 0x12,       /* key */
+	MRAIL_KVS_GET_MANY = 0x13,  /* v2: count u16, count x (len u8, key) */
 	/* replies (S->C) */
 	MRAIL_KVS_OK = 0x20,        /* empty: PUT stored, FENCE complete */
 	MRAIL_KVS_VALUE = 0x21,     /* value: GET found */
 	MRAIL_KVS_NOT_FOUND = 0x22, /* empty: GET missed */
 	MRAIL_KVS_ERROR = 0x23,     /* reason text: request refused */
+	MRAIL_KVS_VALUES = 0x24,    /* v2: count u16, count x (found u8,
+	                               len u32, value) for the first count
+	                               keys of the GET_MANY */
 };
 
 struct mrail_kvs_header {
@@ -55,6 +73,9 @@ struct mrail_kvs_header {
 
 /* Static name of a frame type ("PUT", ...; "unknown" otherwise). */
 const char *mrail_kvs_type_name(uint8_t type);
+
+/* The version a frame of this type carries (the one that introduced it). */
+uint8_t mrail_kvs_type_version(uint8_t type);
 
 void mrail_kvs_header_encode(uint8_t out[MRAIL_KVS_HEADER_BYTES],
 			     uint8_t type, uint32_t length);
@@ -79,6 +100,9 @@ struct mrail_kvs_buf {
  * 0, or -1 if out of memory or the payload is too long for a frame. */
 int mrail_kvs_buf_frame(struct mrail_kvs_buf *b, uint8_t type,
 			const struct iovec *iov, int n);
+/* The same with a payload limit other than MRAIL_KVS_PAYLOAD_MAX (VALUES). */
+int mrail_kvs_buf_frame_max(struct mrail_kvs_buf *b, uint8_t type,
+			    const struct iovec *iov, int n, size_t max);
 /* Drop consumed bytes once everything was consumed (cheap reuse). */
 void mrail_kvs_buf_compact(struct mrail_kvs_buf *b);
 void mrail_kvs_buf_free(struct mrail_kvs_buf *b);
@@ -94,6 +118,27 @@ int mrail_kvs_parse_auth(const uint8_t *p, size_t len,
 int mrail_kvs_parse_put(const uint8_t *p, size_t len, const uint8_t **key,
 			size_t *key_len, const uint8_t **val, size_t *val_len,
 			const char **why);
+/*
+ * GET_MANY and VALUES payloads: the parse functions check the whole
+ * payload (every entry in bounds, nothing left over), then the iterator
+ * walks the entries and cannot fail.
+ */
+struct mrail_kvs_iter {
+	const uint8_t *p;
+	size_t left;
+	uint32_t count; /* entries not yet returned */
+};
+int mrail_kvs_parse_get_many(const uint8_t *p, size_t len, uint32_t *count,
+			     struct mrail_kvs_iter *it, const char **why);
+int mrail_kvs_next_key(struct mrail_kvs_iter *it, const uint8_t **key,
+		       size_t *key_len);
+int mrail_kvs_parse_values(const uint8_t *p, size_t len, uint32_t *count,
+			   struct mrail_kvs_iter *it, const char **why);
+int mrail_kvs_next_value(struct mrail_kvs_iter *it, int *found,
+			 const uint8_t **val, size_t *val_len);
+/* Bytes one VALUES entry of a value of len bytes takes. */
+#define MRAIL_KVS_VALUE_ENTRY_BYTES(len) (5 + (size_t)(len))
+
 void mrail_kvs_auth_encode(const struct mrail_kvs_auth *auth,
 			   uint8_t out[MRAIL_KVS_AUTH_BYTES]);
 

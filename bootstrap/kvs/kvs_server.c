@@ -64,6 +64,7 @@ struct mrail_kvs_server {
 	bool *in_fence;          /* [size] */
 	uint32_t fence_count;
 	uint64_t fences_done;
+	uint64_t requests, gets, get_manys; /* round trips served, for logs */
 };
 
 static char listener_tag; /* epoll data of the listening socket */
@@ -296,11 +297,83 @@ static void handle_get(struct mrail_kvs_server *s, struct conn *c,
 {
 	const uint8_t *val;
 	size_t len;
+	char version[8];
 
+	if (key_len == strlen(MRAIL_KVS_PROTOCOL_KEY) &&
+	    !memcmp(key, MRAIL_KVS_PROTOCOL_KEY, key_len)) {
+		snprintf(version, sizeof version, "%d", MRAIL_KVS_VERSION);
+		conn_send(s, c, MRAIL_KVS_VALUE, version, strlen(version));
+		return;
+	}
 	if (mrail_kvs_store_get(s->store, key, key_len, &val, &len))
 		conn_send(s, c, MRAIL_KVS_VALUE, val, len);
 	else
 		conn_send(s, c, MRAIL_KVS_NOT_FOUND, NULL, 0);
+}
+
+/*
+ * One VALUES frame answering the longest prefix of the keys that fits in
+ * MRAIL_KVS_VALUES_MAX; the client asks again for the rest.
+ */
+static void handle_get_many(struct mrail_kvs_server *s, struct conn *c,
+			    const uint8_t *p, size_t len)
+{
+	struct mrail_kvs_iter it;
+	const char *why;
+	uint32_t count, n = 0;
+
+	if (mrail_kvs_parse_get_many(p, len, &count, &it, &why) < 0) {
+		reject(s, c, "%s", why);
+		return;
+	}
+	uint8_t *ent = malloc((size_t)count * MRAIL_KVS_VALUE_ENTRY_BYTES(0));
+	struct iovec *iov = malloc((1 + 2 * (size_t)count) * sizeof *iov);
+	uint8_t head[2];
+	if (!ent || !iov) {
+		free(ent);
+		free(iov);
+		mrail_error("KVS: out of memory replying to %s", c->peer);
+		conn_close(s, c);
+		return;
+	}
+	size_t total = sizeof head, niov = 1;
+	const uint8_t *key;
+	size_t klen;
+	while (mrail_kvs_next_key(&it, &key, &klen)) {
+		const uint8_t *val = NULL;
+		size_t vlen = 0;
+		int found = !!mrail_kvs_store_get(s->store, key, klen, &val,
+						  &vlen);
+		if (!found)
+			vlen = 0;
+		if (n && total + MRAIL_KVS_VALUE_ENTRY_BYTES(vlen) >
+				 MRAIL_KVS_VALUES_MAX)
+			break;
+		uint8_t *e = ent + (size_t)n * MRAIL_KVS_VALUE_ENTRY_BYTES(0);
+		e[0] = (uint8_t)found;
+		e[1] = (uint8_t)(vlen >> 24);
+		e[2] = (uint8_t)(vlen >> 16);
+		e[3] = (uint8_t)(vlen >> 8);
+		e[4] = (uint8_t)vlen;
+		iov[niov++] = (struct iovec){e, MRAIL_KVS_VALUE_ENTRY_BYTES(0)};
+		if (vlen)
+			iov[niov++] = (struct iovec){(void *)val, vlen};
+		total += MRAIL_KVS_VALUE_ENTRY_BYTES(vlen);
+		n++;
+	}
+	head[0] = (uint8_t)(n >> 8);
+	head[1] = (uint8_t)n;
+	iov[0] = (struct iovec){head, sizeof head};
+	if (c->fd >= 0 &&
+	    mrail_kvs_buf_frame_max(&c->out, MRAIL_KVS_VALUES, iov, (int)niov,
+				    MRAIL_KVS_VALUES_MAX) < 0) {
+		mrail_error("KVS: out of memory replying to %s", c->peer);
+		conn_close(s, c);
+	} else {
+		conn_flush(s, c);
+	}
+	free(ent);
+	free(iov);
 }
 
 static void complete_fence(struct mrail_kvs_server *s)
@@ -340,12 +413,18 @@ static void handle_frame(struct mrail_kvs_server *s, struct conn *c,
 			       mrail_kvs_type_name(type));
 		return;
 	}
+	s->requests++;
+	s->gets += type == MRAIL_KVS_GET;
+	s->get_manys += type == MRAIL_KVS_GET_MANY;
 	switch (type) {
 	case MRAIL_KVS_PUT:
 		handle_put(s, c, p, len);
 		break;
 	case MRAIL_KVS_GET:
 		handle_get(s, c, p, len);
+		break;
+	case MRAIL_KVS_GET_MANY:
+		handle_get_many(s, c, p, len);
 		break;
 	case MRAIL_KVS_FENCE:
 		handle_fence(s, c);
@@ -764,6 +843,12 @@ void mrail_kvs_server_destroy(struct mrail_kvs_server *s)
 {
 	if (!s)
 		return;
+	if (s->requests)
+		mrail_info("KVS: served %llu requests (%llu GET, %llu GET_MANY, "
+			   "%llu fences)", (unsigned long long)s->requests,
+			   (unsigned long long)s->gets,
+			   (unsigned long long)s->get_manys,
+			   (unsigned long long)s->fences_done);
 	while (s->conns)
 		conn_close(s, s->conns);
 	while (s->closed) {

@@ -276,12 +276,14 @@ static void rx_deliver_frames(struct mrail_drv_ep *ep)
 {
 	while (tcp_ep_usable(ep) && !ep->in_body) {
 		size_t avail = ep->rend - ep->rstart;
-		const uint8_t *h = (const uint8_t *)ep->rbuf + ep->rstart;
+		const uint8_t *h;
 		uint32_t head_len;
 		uint64_t body_len;
 
+		/* Before any read rbuf is NULL: no pointer into it yet. */
 		if (avail < TCP_FRAME_HDR_LEN)
 			return;
+		h = (const uint8_t *)ep->rbuf + ep->rstart;
 		head_len = tcp_get_le32(h + 4);
 		body_len = tcp_get_le64(h + 8);
 		if (!rx_header_ok(ep, h, head_len, body_len))

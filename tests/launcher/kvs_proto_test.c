@@ -58,9 +58,77 @@ static void test_headers(void)
 	EXPECT(mrail_kvs_header_decode(raw, &h, &why) == -1 &&
 	       strstr(why, "magic"));
 	mrail_kvs_header_encode(raw, MRAIL_KVS_FENCE, 0);
-	raw[2] = 2;
+	raw[2] = MRAIL_KVS_VERSION + 1;
 	EXPECT(mrail_kvs_header_decode(raw, &h, &why) == -1 &&
 	       strstr(why, "version"));
+	raw[2] = 0;
+	EXPECT(mrail_kvs_header_decode(raw, &h, &why) == -1);
+	/* A version-1 type in a version-2 frame is fine, not the reverse. */
+	raw[2] = 2;
+	EXPECT(mrail_kvs_header_decode(raw, &h, &why) == 0 && h.version == 2);
+	mrail_kvs_header_encode(raw, MRAIL_KVS_FENCE, 0);
+	EXPECT(raw[2] == 1);
+	mrail_kvs_header_encode(raw, MRAIL_KVS_GET_MANY, 4);
+	EXPECT(raw[2] == 2 && mrail_kvs_header_decode(raw, &h, &why) == 0);
+	raw[2] = 1;
+	EXPECT(mrail_kvs_header_decode(raw, &h, &why) == -1 &&
+	       strstr(why, "newer"));
+	EXPECT(decode(MRAIL_KVS_GET_MANY, 3) == -1);
+	EXPECT(decode(MRAIL_KVS_GET_MANY, MRAIL_KVS_PAYLOAD_MAX) == 0);
+	EXPECT(decode(MRAIL_KVS_GET_MANY, MRAIL_KVS_PAYLOAD_MAX + 1) == -1);
+	EXPECT(decode(MRAIL_KVS_VALUES, MRAIL_KVS_VALUES_MAX) == 0);
+	EXPECT(decode(MRAIL_KVS_VALUES, MRAIL_KVS_VALUES_MAX + 1) == -1);
+	EXPECT(decode(MRAIL_KVS_VALUES, 6) == -1);
+}
+
+static void test_batch_parsers(void)
+{
+	struct mrail_kvs_iter it;
+	const char *why;
+	const uint8_t *k;
+	size_t kl;
+	uint32_t n;
+	uint8_t g[] = {0, 2, 1, 'a', 3, 'b', 'c', 'd'};
+	EXPECT(mrail_kvs_parse_get_many(g, sizeof g, &n, &it, &why) == 0 &&
+	       n == 2);
+	EXPECT(mrail_kvs_next_key(&it, &k, &kl) == 1 && kl == 1 && *k == 'a');
+	EXPECT(mrail_kvs_next_key(&it, &k, &kl) == 1 && kl == 3 &&
+	       !memcmp(k, "bcd", 3));
+	EXPECT(mrail_kvs_next_key(&it, &k, &kl) == 0);
+	EXPECT(mrail_kvs_parse_get_many(g, sizeof g - 1, &n, &it, &why) == -1);
+	g[1] = 3; /* more keys announced than present */
+	EXPECT(mrail_kvs_parse_get_many(g, sizeof g, &n, &it, &why) == -1);
+	g[1] = 1; /* trailing bytes */
+	EXPECT(mrail_kvs_parse_get_many(g, sizeof g, &n, &it, &why) == -1);
+	g[1] = 0; /* no keys */
+	EXPECT(mrail_kvs_parse_get_many(g, 2, &n, &it, &why) == -1);
+	uint8_t z[] = {0, 1, 2, 'a', '\0'};
+	EXPECT(mrail_kvs_parse_get_many(z, sizeof z, &n, &it, &why) == -1 &&
+	       strstr(why, "NUL"));
+
+	uint8_t v[] = {0, 3, 1, 0, 0, 0, 2, 'x', 'y', 0, 0, 0, 0, 0,
+		       1, 0, 0, 0, 0};
+	const uint8_t *val;
+	size_t vl;
+	int found;
+	EXPECT(mrail_kvs_parse_values(v, sizeof v, &n, &it, &why) == 0 &&
+	       n == 3);
+	EXPECT(mrail_kvs_next_value(&it, &found, &val, &vl) == 1 && found &&
+	       vl == 2 && !memcmp(val, "xy", 2));
+	EXPECT(mrail_kvs_next_value(&it, &found, &val, &vl) == 1 && !found &&
+	       vl == 0);
+	EXPECT(mrail_kvs_next_value(&it, &found, &val, &vl) == 1 && found &&
+	       vl == 0);
+	EXPECT(mrail_kvs_next_value(&it, &found, &val, &vl) == 0);
+	EXPECT(mrail_kvs_parse_values(v, sizeof v - 1, &n, &it, &why) == -1);
+	v[9] = 2; /* bad found flag */
+	EXPECT(mrail_kvs_parse_values(v, sizeof v, &n, &it, &why) == -1);
+	v[9] = 0;
+	v[13] = 1; /* a length on a missing key */
+	EXPECT(mrail_kvs_parse_values(v, sizeof v, &n, &it, &why) == -1);
+	v[13] = 0;
+	v[6] = 200; /* value past the message */
+	EXPECT(mrail_kvs_parse_values(v, sizeof v, &n, &it, &why) == -1);
 }
 
 static void test_put_parser(void)
@@ -192,6 +260,7 @@ int main(void)
 {
 	test_headers();
 	test_put_parser();
+	test_batch_parsers();
 	test_addr_split();
 	test_proofs();
 	test_store();

@@ -5,6 +5,7 @@
  *   stray                rank 0 first attacks the service, then allgather
  *   die-in-fence R SIG   rank R kills itself with SIG; the others fence
  *   fence-timeout        rank 0 never fences; the others must time out
+ *   exchange get|many    the engine's address exchange alone, timed
  */
 #include <errno.h>
 #include <signal.h>
@@ -69,6 +70,131 @@ static void check_round(struct mrail_bootstrap *bs, uint32_t size,
 	}
 }
 
+/*
+ * get_many of every rank's key, plus 20 copies of the 64 KiB "big" (more
+ * than one VALUES reply holds: the client must ask again for the rest),
+ * a missing key, the empty value and a buffer too short.
+ */
+static void check_many(struct mrail_bootstrap *bs, uint32_t size,
+		       unsigned round)
+{
+	enum { NBIG = 20 };
+	uint32_t n = size + NBIG + 3;
+	const char **keys = calloc(n, sizeof *keys);
+	char (*names)[32] = calloc(size, sizeof *names);
+	void **vals = calloc(n, sizeof *vals);
+	size_t *lens = calloc(n, sizeof *lens);
+	int *rcs = calloc(n, sizeof *rcs);
+	uint8_t want[512];
+	CHECK(keys && names && vals && lens && rcs, "out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		lens[i] = MRAIL_BOOTSTRAP_VALUE_MAX;
+		vals[i] = malloc(lens[i]);
+		rcs[i] = 12345;
+		CHECK(vals[i], "out of memory");
+		if (i < size) {
+			snprintf(names[i], sizeof names[i], "addr.%u", i);
+			keys[i] = names[i];
+		} else {
+			keys[i] = "big";
+		}
+	}
+	keys[n - 3] = "no-such-key";
+	keys[n - 2] = "empty";
+	keys[n - 1] = "addr.0";
+	lens[n - 1] = 0;
+	int rc = mrail_bootstrap_get_many(ops, bs, n, keys, (void *const *)vals,
+					  lens, rcs);
+	CHECK(rc == MRAIL_OK, "get_many: %d", rc);
+	for (uint32_t q = 0; q < size; q++) {
+		size_t wlen = make_value(q, round, want);
+		CHECK(rcs[q] == MRAIL_OK && lens[q] == wlen &&
+		      !memcmp(vals[q], want, wlen),
+		      "get_many round %u: wrong value for rank %u (rc %d)",
+		      round, q, rcs[q]);
+	}
+	for (uint32_t i = size; i < size + NBIG; i++) {
+		CHECK(rcs[i] == MRAIL_OK && lens[i] == MRAIL_BOOTSTRAP_VALUE_MAX,
+		      "get_many big %u: %d", i, rcs[i]);
+		for (size_t b = 0; b < lens[i]; b += 4099)
+			CHECK(((uint8_t *)vals[i])[b] == (uint8_t)(b * 31),
+			      "get_many big byte %zu", b);
+	}
+	CHECK(rcs[n - 3] == MRAIL_ERR_NOT_FOUND, "get_many missing: %d",
+	      rcs[n - 3]);
+	CHECK(rcs[n - 2] == MRAIL_OK && lens[n - 2] == 0, "get_many empty");
+	CHECK(rcs[n - 1] == MRAIL_ERR_TRUNCATE &&
+	      lens[n - 1] == make_value(0, round, want),
+	      "get_many short buffer: %d", rcs[n - 1]);
+	for (uint32_t i = 0; i < n; i++)
+		free(vals[i]);
+	free(keys);
+	free(names);
+	free(vals);
+	free(lens);
+	free(rcs);
+}
+
+/*
+ * The engine's address exchange alone, timed: put a 200-byte blob, fence,
+ * read every rank's (one get per key, or one get_many), fence. Rank 0
+ * prints the seconds it took.
+ */
+static int exchange_bench(bool many)
+{
+	uint32_t rank, size;
+	struct mrail_bootstrap *bs = start(&rank, &size);
+	uint8_t blob[200];
+	char key[32];
+	double t0 = mrail_now();
+	memset(blob, (int)rank, sizeof blob);
+	snprintf(key, sizeof key, "addr.%u", rank);
+	CHECK(ops->put(bs, key, blob, sizeof blob) == MRAIL_OK, "put");
+	CHECK(ops->fence(bs) == MRAIL_OK, "fence");
+	double t1 = mrail_now();
+	const char **keys = calloc(size, sizeof *keys);
+	char (*names)[32] = calloc(size, sizeof *names);
+	void **vals = calloc(size, sizeof *vals);
+	size_t *lens = calloc(size, sizeof *lens);
+	int *rcs = calloc(size, sizeof *rcs);
+	CHECK(keys && names && vals && lens && rcs, "out of memory");
+	for (uint32_t q = 0; q < size; q++) {
+		snprintf(names[q], sizeof names[q], "addr.%u", q);
+		keys[q] = names[q];
+		lens[q] = 256;
+		vals[q] = malloc(256);
+		CHECK(vals[q], "out of memory");
+	}
+	if (many) {
+		CHECK(mrail_bootstrap_get_many(ops, bs, size, keys,
+					       (void *const *)vals, lens,
+					       rcs) == MRAIL_OK, "get_many");
+	} else {
+		for (uint32_t q = 0; q < size; q++)
+			rcs[q] = ops->get(bs, keys[q], vals[q], &lens[q]);
+	}
+	for (uint32_t q = 0; q < size; q++) {
+		CHECK(rcs[q] == MRAIL_OK && lens[q] == sizeof blob &&
+		      ((uint8_t *)vals[q])[0] == (uint8_t)q, "value of %u", q);
+		free(vals[q]);
+	}
+	double t2 = mrail_now();
+	CHECK(ops->fence(bs) == MRAIL_OK, "fence");
+	double t3 = mrail_now();
+	if (rank == 0)
+		printf("exchange %s: %u ranks: put+fence %.3f s, gets %.3f s, "
+		       "final fence %.3f s, total %.3f s\n",
+		       many ? "get_many" : "get", size, t1 - t0, t2 - t1,
+		       t3 - t2, t3 - t0);
+	ops->fini(bs);
+	free(keys);
+	free(names);
+	free(vals);
+	free(lens);
+	free(rcs);
+	return 0;
+}
+
 static int allgather(bool stray)
 {
 	static uint8_t big[MRAIL_BOOTSTRAP_VALUE_MAX + 1];
@@ -128,6 +254,7 @@ static int allgather(bool stray)
 	CHECK(rc == MRAIL_OK && len == MRAIL_BOOTSTRAP_VALUE_MAX, "big get");
 	for (size_t i = 0; i < len; i++)
 		CHECK(big_got[i] == (uint8_t)(i * 31), "big byte %zu", i);
+	check_many(bs, size, 0);
 
 	/* Round 2: new values replace old ones only at the fence. */
 	snprintf(key, sizeof key, "addr.%u", rank);
@@ -136,6 +263,7 @@ static int allgather(bool stray)
 	check_round(bs, size, 0);
 	CHECK(ops->fence(bs) == MRAIL_OK, "fence 2");
 	check_round(bs, size, 1);
+	check_many(bs, size, 1);
 	CHECK(ops->fence(bs) == MRAIL_OK, "fence 3");
 	ops->fini(bs);
 
@@ -199,6 +327,8 @@ int main(int argc, char **argv)
 		return die_in_fence(atoi(argv[2]), atoi(argv[3]));
 	if (argc == 2 && !strcmp(argv[1], "fence-timeout"))
 		return fence_timeout();
+	if (argc == 3 && !strcmp(argv[1], "exchange"))
+		return exchange_bench(!strcmp(argv[2], "many"));
 	fprintf(stderr, "usage: kvs_rank allgather|stray|die-in-fence R SIG|"
 		"fence-timeout\n");
 	return 2;
