@@ -1,5 +1,5 @@
 /*
- * The engine's wire format (version 2), carried in driver frame heads.
+ * The engine's wire format (version 4), carried in driver frame heads.
  * Documented in docs/wire.md; keep both in sync.
  *
  * A frame head is a packet: an 8-byte packet header, then records, each
@@ -17,7 +17,7 @@
 #include "util/auth.h"
 
 #define MRAIL_WIRE_MAGIC 0x50524d00u /* "\0MRP" read as little-endian u32 */
-#define MRAIL_WIRE_VERSION 3u
+#define MRAIL_WIRE_VERSION 4u
 
 enum mrail_wire_type {
 	MRAIL_WIRE_EAGER = 1,     /* a whole small message */
