@@ -16,6 +16,12 @@ int offload_topo_load(struct offload_topo *t)
 	/* NICs are I/O objects: keep them (PCI bridges too, for locality). */
 	hwloc_topology_set_io_types_filter(t->topo,
 					   HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	/* hwloc's pci component (libpciaccess) leaks at every load (LSan,
+	 * 1 KiB); the linux component still places network and OpenFabrics
+	 * devices by their sysfs local_cpus, which is all we read. */
+	hwloc_topology_set_components(t->topo,
+				      HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+				      "pci");
 	if (hwloc_topology_load(t->topo)) {
 		mrail_warn("offload: hwloc could not load the topology");
 		hwloc_topology_destroy(t->topo);
