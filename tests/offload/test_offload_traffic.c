@@ -114,18 +114,24 @@ static void run_round(mrail_engine_t *e, uint32_t round, size_t max)
 	free(ids);
 }
 
-/* Rank 0 sends a burst to each peer and destroys its engine at once. */
+/* Rank 0 sends a burst to each peer and destroys its engine at once.
+ * Every send has its own buffer: a send buffer is the application's again
+ * only when its request completes (include/mrail.h), and these requests
+ * never are collected, so a buffer is reusable only after destroy. */
 static void shutdown_run(mrail_engine_t *e, size_t max)
 {
 	uint32_t n = mrail_size(e), me = mrail_rank(e);
 	if (me == 0) {
-		static uint8_t b[MSGS][1 << 15];
+		size_t len = max < (1 << 15) ? max : (1 << 15);
+		uint8_t **b = calloc((size_t)n * MSGS, sizeof *b);
+		CHECKF(b, "alloc");
 		for (uint32_t p = 1; p < n; p++)
 			for (int k = 0; k < MSGS; k++) {
 				mrail_request_t *r;
-				size_t len = max < sizeof b[k] ? max : sizeof b[k];
-				pattern_fill(b[k], len, msg_id(9, 0, p, k));
-				CHECK_RC(mrail_isend(e, p, b[k], len,
+				uint8_t *m = b[p * MSGS + k] = malloc(len);
+				CHECKF(m, "alloc");
+				pattern_fill(m, len, msg_id(9, 0, p, k));
+				CHECK_RC(mrail_isend(e, p, m, len,
 						     (uint64_t)k, &r));
 			}
 		struct mrail_offload_info oi;
@@ -133,6 +139,9 @@ static void shutdown_run(mrail_engine_t *e, size_t max)
 		printf("rank 0: %llu messages in parts before destroy\n",
 		       (unsigned long long)oi.messages);
 		CHECK_RC(mrail_engine_destroy(e));
+		for (size_t i = 0; i < (size_t)n * MSGS; i++)
+			free(b[i]);
+		free(b);
 		return;
 	}
 	static uint8_t b[1 << 15];
