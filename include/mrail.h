@@ -489,6 +489,24 @@ struct mrail_rail_info {
 MRAIL_API int mrail_rail_info(mrail_engine_t *engine, mrail_peer_t peer,
 			      int rail, struct mrail_rail_info *info);
 
+/* ---- offload of eager copies (docs/offload.md) ------------------------- */
+#define MRAIL_OFFLOAD_WORKERS_MAX 16
+struct mrail_offload_info {
+	unsigned workers;        /* 0: offload is off (no idle core, none,
+	                            thread level single) */
+	int cpus[MRAIL_OFFLOAD_WORKERS_MAX]; /* PU (OS index) of each worker */
+	double t_o_spinning;     /* handoff cost T_O (s) to a spinning worker */
+	double t_o_asleep;       /* T_O (s) to a sleeping worker */
+	double spin;             /* s a worker spins before it sleeps */
+	uint64_t messages;       /* eager messages sent in parts */
+	uint64_t parts;
+	uint64_t declined;       /* looked at, equation (1) said no */
+	double lock_wait;        /* s workers waited for the engine lock */
+	uint64_t lock_takes;
+};
+MRAIL_API int mrail_offload_info(mrail_engine_t *engine,
+				 struct mrail_offload_info *info);
+
 /* ---- per-connection hooks --------------------------------------------- */
 /*
  * For layers that attach state to each connection (the SDN tagger

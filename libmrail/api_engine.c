@@ -58,8 +58,14 @@ MRAIL_API int mrail_engine_destroy(mrail_engine_t *e)
 		return MRAIL_ERR_INVALID;
 	engine_lock(e);
 	progress_thread_ask_stop(e);
+	/* No new offload from here (the close flushes the queues itself). */
+	struct offload *o = e->offload;
+	e->offload = NULL;
 	engine_unlock(e);
 	progress_thread_join(e);
+	/* Workers post what they hold (taking the lock), then exit. */
+	offload_stop(o);
+	offload_free(o);
 	engine_lock(e);
 	engine_close(e);
 	engine_unlock(e);
@@ -154,4 +160,15 @@ MRAIL_API int mrail_rail_conn(mrail_engine_t *e, mrail_peer_t peer, int rail,
 	int rc = hooks_rail_conn(e, peer, rail, conn, state);
 	engine_unlock(e);
 	return rc;
+}
+
+MRAIL_API int mrail_offload_info(mrail_engine_t *e,
+				 struct mrail_offload_info *info)
+{
+	if (!e || !info)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	offload_get_info(e->offload, info);
+	engine_unlock(e);
+	return MRAIL_OK;
 }

@@ -269,6 +269,9 @@ int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 		e->rank = 0;
 		e->size = 1;
 	}
+	/* Workers last: they post on rails that exist by now. */
+	if ((rc = offload_start(e, &e->offload)))
+		return rc;
 	if (e->cfg.progress_thread && (rc = progress_thread_start(e)))
 		return rc;
 	return MRAIL_OK;
@@ -369,6 +372,10 @@ void engine_free(struct mrail_engine *e)
 {
 	struct mrail_list *pos, *tmp;
 
+	/* Creation failed after the workers started. */
+	offload_stop(e->offload);
+	offload_free(e->offload);
+	e->offload = NULL;
 	for (uint32_t i = 0; i < e->ngates; i++)
 		gate_free(e, e->gates[i]);
 	free(e->gates);

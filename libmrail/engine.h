@@ -47,6 +47,7 @@
 #include "libmrail/gate.h"
 #include "libmrail/recv.h"
 #include "libmrail/rdv.h"
+#include "libmrail/offload/offload.h"
 
 #include <stdio.h>
 
@@ -128,6 +129,10 @@ struct mrail_engine {
 	uintptr_t lock_owner;          /* thread holding e->lock */
 	uintptr_t creator;             /* thread that created the engine */
 	uintptr_t progress_owner;      /* the progress thread */
+	uintptr_t engine_threads[ENGINE_THREADS_MAX]; /* offload workers */
+
+	/* libmrail/offload/: NULL when offload stepped aside. */
+	struct offload *offload;
 };
 
 /* engine.c: life cycle (the API takes the lock around init and close) */

@@ -88,6 +88,7 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 	mrail_list_init(&g->sendq);
 	mrail_list_init(&g->rdv);
 	mrail_list_init(&g->ooo);
+	mrail_list_init(&g->parts);
 	g->id = e->ngates;
 	g->uuid = uuid;
 	g->self = uuid == e->uuid;
@@ -209,6 +210,7 @@ void gate_free(struct mrail_engine *e, struct gate *g)
 		mrail_list_remove(pos);
 	mrail_list_foreach_safe(pos, tmp, &g->rdv)
 		mrail_list_remove(pos);
+	reasm_free_gate(g);
 	free(g->plan);
 	if (e->strategy && e->strategy->peer_fini)
 		e->strategy->peer_fini(e->strategy_state, g->strategy_peer);

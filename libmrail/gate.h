@@ -48,6 +48,7 @@ struct gate {
 	uint64_t next_send_seq;
 	uint64_t next_recv_seq;
 	struct mrail_list ooo;     /* records that arrived early, by seq */
+	struct mrail_list parts;   /* offloaded eager messages in parts */
 	size_t eager_max;          /* min over rails */
 	double deadline;           /* rails must be up before */
 	void *strategy_peer;       /* the strategy's per-peer state */

@@ -251,6 +251,24 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 			r->stats.rx_msgs++;
 			rc = ordered_arrival(e, g, &rec, NULL, &why);
 			break;
+		case MRAIL_WIRE_EAGER_PART: {
+			r->stats.rx_bytes += rec.payload_len;
+			r->stats.rx_msgs++;
+			struct partial *p = reasm_on_part(g, &rec, &rc, &why);
+			if (p) {
+				/* Whole again: on as one EAGER record. */
+				struct mrail_wire_rec whole = {
+					.type = MRAIL_WIRE_EAGER,
+					.payload = p->data,
+					.payload_len = p->len,
+				};
+				whole.u.eager.seq = p->seq;
+				whole.u.eager.tag = p->tag;
+				rc = ordered_arrival(e, g, &whole, NULL, &why);
+				free(p);
+			}
+			break;
+		}
 		case MRAIL_WIRE_RTS: {
 			struct rdv_rma *keys =
 				rma_take_keys(r, rec.u.rts.send_id);
@@ -343,6 +361,7 @@ void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error)
 		}
 	}
 	/* Messages that overtook a lost one can never be delivered. */
+	reasm_free_gate(g);
 	mrail_list_foreach_safe(pos, tmp, &g->ooo) {
 		mrail_list_remove(pos);
 		unexpected_free(mrail_list_entry(pos, struct unexpected, link));

@@ -176,6 +176,11 @@ static void gate_schedule_mode(struct mrail_engine *e, struct gate *g,
 		unsigned n = gate_rail_views(g, views, VIEW_SEND);
 		if (n == 0)
 			break;
+		struct mrail_request *head =
+			mrail_list_first(&g->sendq, struct mrail_request, link);
+		if (e->offload && is_eager(g, head) &&
+		    !(head->flags & REQF_SYNC) && offload_try(e, g, head))
+			continue;
 		queue_view(e, g, bytes, &q);
 		unsigned count = 0;
 		int pick = -1;

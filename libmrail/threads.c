@@ -28,6 +28,17 @@ static uintptr_t self_id(void)
 	return (uintptr_t)&thread_marker;
 }
 
+/* Set in the engine's own worker threads (offload). */
+static __thread int engine_thread;
+
+void threads_engine_thread(struct mrail_engine *e, unsigned slot)
+{
+	engine_thread = 1;
+	if (slot < ENGINE_THREADS_MAX)
+		__atomic_store_n(&e->engine_threads[slot], self_id(),
+				 __ATOMIC_RELAXED);
+}
+
 static const char *level_name(enum mrail_thread_level level)
 {
 	switch (level) {
@@ -73,6 +84,15 @@ static void misuse(const char *rule, const char *what)
 	abort();
 }
 
+static int is_engine_thread(const struct mrail_engine *e, uintptr_t id)
+{
+	for (unsigned i = 0; i < ENGINE_THREADS_MAX; i++)
+		if (__atomic_load_n(&e->engine_threads[i], __ATOMIC_RELAXED) ==
+		    id)
+			return 1;
+	return 0;
+}
+
 /* Checks before taking the lock; returns 1 if it took it already. */
 static int check_entry(struct mrail_engine *e)
 {
@@ -83,7 +103,7 @@ static int check_entry(struct mrail_engine *e)
 		       "this thread already holds the engine lock (an "
 		       "engine call from inside a callback or an upcall?)");
 	/* The creator is set once the level is known, inside creation. */
-	if (!e->creator ||
+	if (!e->creator || engine_thread ||
 	    me == __atomic_load_n(&e->progress_owner, __ATOMIC_RELAXED))
 		return 0;
 	if (e->thread_level == MRAIL_THREAD_SINGLE && me != e->creator)
@@ -97,7 +117,8 @@ static int check_entry(struct mrail_engine *e)
 	 * it is 0 or the real holder: no false alarms. */
 	owner = __atomic_load_n(&e->lock_owner, __ATOMIC_RELAXED);
 	if (owner && owner != me &&
-	    owner != __atomic_load_n(&e->progress_owner, __ATOMIC_RELAXED))
+	    owner != __atomic_load_n(&e->progress_owner, __ATOMIC_RELAXED) &&
+	    !is_engine_thread(e, owner))
 		misuse("MRAIL_THREAD_SERIALIZED: two threads may not be "
 		       "inside the engine at once", "this thread called while "
 		       "another application thread was inside a call");

@@ -32,5 +32,10 @@ void engine_assert_locked(const struct mrail_engine *e, const char *file,
 int threads_init(struct mrail_engine *e);
 /* Called first by the progress thread: it is not an application thread. */
 void threads_progress_thread(struct mrail_engine *e);
+/* Called first by an offload worker (libmrail/offload/worker.c): an
+ * engine thread, exempt from the thread-level checks like the progress
+ * thread (the engine refuses offload at single). */
+void threads_engine_thread(struct mrail_engine *e, unsigned slot);
+#define ENGINE_THREADS_MAX 16
 
 #endif

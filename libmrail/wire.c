@@ -59,6 +59,7 @@ static const size_t fixed_size[] = {
 	[MRAIL_WIRE_BUSY] = sizeof(struct mrail_wire_busy),
 	[MRAIL_WIRE_EAGER_SYNC] = sizeof(struct mrail_wire_eager_sync),
 	[MRAIL_WIRE_SYNC_ACK] = sizeof(struct mrail_wire_sync_ack),
+	[MRAIL_WIRE_EAGER_PART] = sizeof(struct mrail_wire_eager_part),
 	[MRAIL_WIRE_RKEY] = sizeof(struct mrail_wire_rkey),
 	[MRAIL_WIRE_GET_FIN] = sizeof(struct mrail_wire_get_fin),
 	[MRAIL_WIRE_PUT_FIN] = sizeof(struct mrail_wire_put_fin),
@@ -101,7 +102,24 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 	rec->payload = NULL;
 	rec->payload_len = 0;
 	memcpy(&rec->u, p, need);
-	if (rh.type == MRAIL_WIRE_EAGER || rh.type == MRAIL_WIRE_EAGER_SYNC) {
+	if (rh.type == MRAIL_WIRE_EAGER_PART) {
+		const struct mrail_wire_eager_part *ep = &rec->u.part;
+		if (rh.len == 0 || ep->msg_len > max_eager ||
+		    ep->offset > ep->msg_len ||
+		    rh.len > ep->msg_len - ep->offset) {
+			*why = "eager part empty, or beyond its message or the "
+			       "eager limit";
+			return -1;
+		}
+		if (mrail_wire_pad8(rh.len) > left - need) {
+			*why = "eager part payload runs past the packet";
+			return -1;
+		}
+		rec->payload = p + need;
+		rec->payload_len = rh.len;
+		need += mrail_wire_pad8(rh.len);
+	} else if (rh.type == MRAIL_WIRE_EAGER ||
+		   rh.type == MRAIL_WIRE_EAGER_SYNC) {
 		if (rh.len > max_eager) {
 			*why = "eager payload longer than the eager limit";
 			return -1;
@@ -302,4 +320,21 @@ size_t mrail_wire_put_sync_ack(void *buf, uint64_t send_id)
 	r.send_id = send_id;
 	memcpy(buf, &r, sizeof r);
 	return sizeof r;
+}
+
+size_t mrail_wire_put_eager_part(void *buf, uint64_t seq, uint64_t tag,
+				 uint64_t msg_len, uint64_t offset, size_t len)
+{
+	struct mrail_wire_eager_part r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_EAGER_PART, (uint32_t)len);
+	r.seq = seq;
+	r.tag = tag;
+	r.msg_len = msg_len;
+	r.offset = offset;
+	memcpy(buf, &r, sizeof r);
+	size_t pad = mrail_wire_pad8(len) - len;
+	if (pad)
+		memset((char *)buf + sizeof r + len, 0, pad);
+	return mrail_wire_eager_part_size(len);
 }

@@ -1,5 +1,5 @@
 /*
- * The engine's wire format (version 3), carried in driver frame heads.
+ * The engine's wire format (version 4), carried in driver frame heads.
  * Documented in docs/wire.md; keep both in sync.
  *
  * A frame head is a packet: an 8-byte packet header, then records, each
@@ -17,7 +17,7 @@
 #include "util/auth.h"
 
 #define MRAIL_WIRE_MAGIC 0x50524d00u /* "\0MRP" read as little-endian u32 */
-#define MRAIL_WIRE_VERSION 3u
+#define MRAIL_WIRE_VERSION 4u
 
 enum mrail_wire_type {
 	MRAIL_WIRE_EAGER = 1,     /* a whole small message */
@@ -30,6 +30,7 @@ enum mrail_wire_type {
 	MRAIL_WIRE_BUSY = 8,      /* sender's per-rail busy time (v2) */
 	MRAIL_WIRE_EAGER_SYNC = 9, /* EAGER of a synchronous send (v3) */
 	MRAIL_WIRE_SYNC_ACK = 10, /* receiver matched an EAGER_SYNC */
+	MRAIL_WIRE_EAGER_PART = 11, /* one part of an offloaded eager message */
 	/* One-sided rendezvous (v3; types 16.. are RMA records). */
 	MRAIL_WIRE_RKEY = 16,     /* a registered buffer peers may reach */
 	MRAIL_WIRE_GET_FIN = 17,  /* receiver read payload by RDMA */
@@ -74,6 +75,18 @@ struct mrail_wire_eager_sync {
 	uint64_t seq;
 	uint64_t tag;
 	uint64_t send_id; /* echoed in SYNC_ACK once a receive matched */
+	/* payload, padded to 8 bytes */
+};
+
+/* Only sent by an engine with offload workers (docs/offload.md): the
+ * parts of one eager message share seq and tag and travel on different
+ * rails; h.len payload bytes [offset, offset + h.len) follow. */
+struct mrail_wire_eager_part {
+	struct mrail_wire_rec_hdr h;
+	uint64_t seq;
+	uint64_t tag;
+	uint64_t msg_len;
+	uint64_t offset;
 	/* payload, padded to 8 bytes */
 };
 
@@ -168,6 +181,7 @@ struct mrail_wire_rec {
 		struct mrail_wire_hello_ack ack;
 		struct mrail_wire_eager_sync eager_sync;
 		struct mrail_wire_sync_ack sync_ack;
+		struct mrail_wire_eager_part part;
 		struct mrail_wire_rkey rkey;
 		struct mrail_wire_get_fin get_fin;
 		struct mrail_wire_put_fin put_fin;
@@ -218,6 +232,13 @@ static inline size_t mrail_wire_eager_sync_size(size_t len)
 	return sizeof(struct mrail_wire_eager_sync) + mrail_wire_pad8(len);
 }
 size_t mrail_wire_put_sync_ack(void *buf, uint64_t send_id);
+/* EAGER_PART: mrail_wire_eager_part_size(len) bytes, payload by caller. */
+size_t mrail_wire_put_eager_part(void *buf, uint64_t seq, uint64_t tag,
+				 uint64_t msg_len, uint64_t offset, size_t len);
+static inline size_t mrail_wire_eager_part_size(size_t len)
+{
+	return sizeof(struct mrail_wire_eager_part) + mrail_wire_pad8(len);
+}
 size_t mrail_wire_put_rts(void *buf, uint64_t seq, uint64_t tag,
 			  uint64_t msg_len, uint64_t send_id);
 size_t mrail_wire_put_rtr(void *buf, uint64_t send_id, uint64_t recv_id,

@@ -29,8 +29,8 @@ def pad8(b):
     return b + b"\0" * (-len(b) % 8)
 
 
-# ---- engine wire (libmrail/wire.h, version 3) ------------------------------
-PKT = struct.pack("<II", 0x50524d00 | 3, 0)
+# ---- engine wire (libmrail/wire.h, version 4) ------------------------------
+PKT = struct.pack("<II", 0x50524d00 | 4, 0)
 
 
 def rec(t, length=0, flags=0):
@@ -46,6 +46,8 @@ wire = {
     "eager_empty": eager(2, 0, b""),
     "eager_sync": pad8(rec(9, 3) + struct.pack("<QQQ", 3, 9, 77) + b"abc"),
     "sync_ack": rec(10) + struct.pack("<Q", 77),
+    "eager_part": pad8(rec(11, 5) + struct.pack("<QQQQ", 3, 9, 10, 5) +
+                       b"world"),
     "rts": rec(2) + struct.pack("<QQQQ", 4, 1, 1 << 20, 5),
     "rtr": rec(3) + struct.pack("<QQQQQ", 5, 6, 0, 65536, 1 << 20),
     "rtr_put": rec(3, flags=1) + struct.pack("<QQQQQ", 5, 6, 0, 4096, 4096),
@@ -64,7 +66,7 @@ for name, r in wire.items():
     write("wire", name, bytes([4]) + PKT + r)  # eager limit 4096
 write("wire", "all_records", bytes([6]) + PKT + b"".join(wire.values()))
 write("wire", "bad_magic", bytes([4]) + b"XXXX" + PKT[4:] + wire["bye"])
-write("wire", "bad_version", bytes([4]) + struct.pack("<II", 0x50524d02, 0))
+write("wire", "bad_version", bytes([4]) + struct.pack("<II", 0x50524d03, 0))
 write("wire", "truncated", bytes([4]) + PKT + wire["rts"][:20])
 write("wire", "unknown_type", bytes([4]) + PKT + rec(31))
 write("wire", "eager_too_long", bytes([1]) + PKT + eager(1, 1, b"x" * 16))

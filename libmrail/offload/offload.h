@@ -1,0 +1,155 @@
+/*
+ * Offload of eager copies to worker threads on idle cores (issue 13,
+ * docs/offload.md). One folder, one job per file:
+ *   topo.c    hwloc: cores, NUMA nodes, the cpuset near a NIC
+ *   cores.c   which cores this process may use (binding, local ranks,
+ *             MRAIL_OFFLOAD_CORES)
+ *   worker.c  pinned workers, their rings, T_O calibration, the job
+ *   plan.c    the paper's equation (1): split or not, chunk sizes
+ *   reasm.c   receiver: EAGER_PART records back into whole messages
+ * Called from send.c (offload_try), recv.c (reasm_on_part), engine.c /
+ * api_engine.c (life cycle, info).
+ */
+#ifndef MRAIL_LIBMRAIL_OFFLOAD_H
+#define MRAIL_LIBMRAIL_OFFLOAD_H
+
+#include <hwloc.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "mrail.h"
+#include "mrail/strategy.h"
+#include "util/list.h"
+
+struct mrail_engine;
+struct mrail_request;
+struct gate;
+struct rail;
+struct send_op;
+struct mrail_wire_rec;
+
+#define OFFLOAD_MAX_WORKERS 16
+#define OFFLOAD_RING 64 /* jobs per worker ring (power of two) */
+
+/* ---- topo.c ----------------------------------------------------------- */
+struct offload_topo {
+	hwloc_topology_t topo;
+	unsigned ncores;
+	unsigned nnuma;
+};
+/* Loads the machine's topology (or HWLOC_XMLFILE's). */
+int offload_topo_load(struct offload_topo *t);
+void offload_topo_free(struct offload_topo *t);
+/* Cores whose PUs are near interface `ifname` (hwloc OS device of type
+ * network, or an OpenFabrics device of that name): bit i = core i. Whole
+ * machine when hwloc does not know the interface (veth, loopback).
+ * *known: 1 if the device was found. */
+uint64_t offload_topo_near(const struct offload_topo *t, const char *ifname,
+			   int *known);
+/* Cores that share a PU with the process binding (bit i = core i). */
+uint64_t offload_topo_bound(const struct offload_topo *t);
+/* First PU (OS index) of core i, -1 if none. */
+int offload_topo_core_pu(const struct offload_topo *t, unsigned core);
+
+/* ---- cores.c ---------------------------------------------------------- */
+/* MRAIL_OFFLOAD_CORES: "auto" (default), "none", or a list of core
+ * indices ("2,3", "4-7"). Returns MRAIL_ERR_CONFIG (logged) when bad. */
+#define OFFLOAD_CORES_AUTO ((uint64_t)-1)
+int offload_parse_cores(const char *s, unsigned ncores, uint64_t *mask);
+/* The cores this rank's workers get: auto = not in the binding, not one
+ * of the local_size cores the ranks run on, shared round robin among the
+ * local ranks; a list is taken as it is, by every rank. */
+uint64_t offload_choose_cores(uint64_t requested, unsigned ncores,
+			      uint64_t bound, int bound_all,
+			      unsigned local_rank, unsigned local_size);
+
+/* ---- plan.c ----------------------------------------------------------- */
+struct offload_chunk {
+	unsigned view;      /* index into the views */
+	uint64_t offset, len;
+};
+/* Equation (1): chunks over up to max_chunks idle rails (>= 2), or 0 to
+ * send the message whole. force: split whenever possible. *gain: the
+ * predicted time saved (s, negative if none). */
+unsigned offload_plan(const struct mrail_rail_view *v, unsigned n,
+		      uint64_t len, double t_o, unsigned max_chunks,
+		      int force, struct offload_chunk *out, double *gain);
+
+/* ---- worker.c --------------------------------------------------------- */
+struct offload_job {
+	struct mrail_request *req;   /* NULL: calibration */
+	struct rail *rail;
+	struct send_op *op;
+	uint8_t *payload;            /* where the part's bytes go in op */
+	uint64_t offset, len;
+	double t_push;
+};
+
+struct offload_worker {
+	struct offload *o;
+	pthread_t thread;
+	int started;
+	int cpu;                       /* OS index of its PU */
+	unsigned core;
+	struct offload_job ring[OFFLOAD_RING];
+	unsigned head, tail;           /* atomics: producer / worker */
+	int sleeping;                  /* atomic */
+	int stop;                      /* atomic */
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	double last_done;              /* atomic (as bits): when it idled */
+	double calib_sample;           /* calibration: push -> start */
+	int calib_done;                /* atomic */
+};
+
+struct offload {
+	struct mrail_engine *e;
+	unsigned nworkers;
+	struct offload_worker w[OFFLOAD_MAX_WORKERS];
+	uint64_t near[MRAIL_MAX_RAILS];  /* unused slots: 0 */
+	double t_o_hot, t_o_cold;        /* seconds */
+	double spin;                     /* seconds a worker spins */
+	int force;                       /* MRAIL_OFFLOAD_FORCE=1 */
+	unsigned min_chunks;             /* 2 */
+	/* Statistics (engine lock). */
+	uint64_t msgs, parts, declined;
+	double lock_wait;                /* total s workers waited for it */
+	uint64_t lock_takes;
+};
+
+/* engine.c: NULL *out when offload steps aside (no core, single level). */
+int offload_start(struct mrail_engine *e, struct offload **out);
+/* Lock NOT held: the remaining jobs are posted, then workers exit.
+ * Idempotent. */
+void offload_stop(struct offload *o);
+void offload_free(struct offload *o);
+/* Workers idle now (no job queued or running): bit i = worker i. */
+uint64_t offload_idle_workers(struct offload *o);
+/* Engine lock held; hands the job to worker w. */
+void offload_push(struct offload *o, unsigned w, const struct offload_job *j);
+/* The predicted handoff cost to worker w now. */
+double offload_t_o(struct offload *o, unsigned w);
+
+/* What mrail_offload_info() reports (o may be NULL: off). */
+void offload_get_info(const struct offload *o, struct mrail_offload_info *i);
+
+/* send.c: the head of g's queue (eager, not synchronous) goes out in
+ * parts from workers. 1 if it did, 0 if it stays for a normal packet. */
+int offload_try(struct mrail_engine *e, struct gate *g,
+		struct mrail_request *r);
+
+/* ---- reasm.c ---------------------------------------------------------- */
+struct partial {
+	struct mrail_list link;  /* gate->parts */
+	uint64_t seq, tag, len, got;
+	unsigned nranges;
+	uint64_t ranges[MRAIL_MAX_RAILS][2];
+	uint8_t data[];
+};
+/* A part arrived: returns the message when it is whole (caller frees it),
+ * NULL otherwise; *why set and rc MRAIL_ERR_PROTO when malformed. */
+struct partial *reasm_on_part(struct gate *g, const struct mrail_wire_rec *rec,
+			      int *rc, const char **why);
+void reasm_free_gate(struct gate *g);
+
+#endif
