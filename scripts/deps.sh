@@ -5,7 +5,9 @@ set -euo pipefail
 pkgs=(build-essential pkg-config meson ninja-build libhwloc-dev libfabric-dev libfabric-bin
       libibverbs-dev iproute2 python3 libpmix-dev openmpi-bin libopenmpi-dev
       libudev-dev # libudev-dev: hwloc's `pkg-config --static --libs` names -ludev
-      clang libclang-rt-14-dev) # the libFuzzer pass (scripts/fuzz.sh)
+      clang libclang-rt-14-dev # the libFuzzer pass (scripts/fuzz.sh)
+      libbpf-dev bpftool # the SDN eBPF tagger (mpi-binding/sdn)
+      openvswitch-switch) # the SDN fat-tree test bed (userspace datapath)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
