@@ -88,12 +88,15 @@ int main(int argc, char **argv)
 	mrail_offload_info(e, &oi);
 	if (me == 0)
 		printf("# offload: %u workers, T_O %.2f us spinning, %.2f us "
-		       "asleep; %llu messages in %llu parts, %llu declined; "
+		       "asleep; %llu messages in %llu parts, %llu declined, "
+		       "%llu vetoed by the measured guard, parked %llu time(s); "
 		       "lock wait %.2f us/take\n", oi.workers,
 		       oi.t_o_spinning * 1e6, oi.t_o_asleep * 1e6,
 		       (unsigned long long)oi.messages,
 		       (unsigned long long)oi.parts,
 		       (unsigned long long)oi.declined,
+		       (unsigned long long)oi.vetoed,
+		       (unsigned long long)oi.parks,
 		       oi.lock_takes ? oi.lock_wait / oi.lock_takes * 1e6 : 0);
 	mrail_engine_destroy(e);
 	return 0;

@@ -494,6 +494,8 @@ MRAIL_API int mrail_rail_info(mrail_engine_t *engine, mrail_peer_t peer,
 struct mrail_offload_info {
 	unsigned workers;        /* 0: offload is off (no idle core, none,
 	                            thread level single) */
+	unsigned running;        /* 1 once the workers started: at the first
+	                            message worth sending in parts */
 	int cpus[MRAIL_OFFLOAD_WORKERS_MAX]; /* PU (OS index) of each worker */
 	double t_o_spinning;     /* handoff cost T_O (s) to a spinning worker */
 	double t_o_asleep;       /* T_O (s) to a sleeping worker */
@@ -503,6 +505,11 @@ struct mrail_offload_info {
 	uint64_t declined;       /* looked at, equation (1) said no */
 	double lock_wait;        /* s workers waited for the engine lock */
 	uint64_t lock_takes;
+	uint64_t vetoed;         /* equation (1) said yes, but measured
+	                            sending in parts was slower for that size
+	                            (docs/offload.md, "Measured guard") */
+	uint64_t parks;          /* times the workers were stopped for having
+	                            had nothing to do */
 };
 MRAIL_API int mrail_offload_info(mrail_engine_t *engine,
 				 struct mrail_offload_info *info);

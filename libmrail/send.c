@@ -199,9 +199,18 @@ static void gate_schedule_mode(struct mrail_engine *e, struct gate *g,
 		}
 		if (pick < 0 || (unsigned)pick >= n || !views[pick].idle)
 			break;
+		/* What sending one eager message whole costs, for the offload
+		 * guard (libmrail/offload/guard.c). */
+		int timed = e->offload && count <= 1 && is_eager(g, head) &&
+			    guard_wants_whole(&e->offload->guard, head->len);
+		uint64_t len = head->len;
+		double t0 = timed ? mrail_now() : 0;
 		if (send_packet(e, g, g->rails[views[pick].index],
 				count ? count : 1) != MRAIL_OK)
 			break;
+		if (timed)
+			guard_note_whole(&e->offload->guard, len,
+					 mrail_now() - t0);
 	}
 	set_scheduled(e, g, g->state == GATE_UP && !mrail_list_empty(&g->sendq));
 }

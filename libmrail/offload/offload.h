@@ -6,6 +6,7 @@
  *             MRAIL_OFFLOAD_CORES)
  *   worker.c  pinned workers, their rings, T_O calibration, the job
  *   plan.c    the paper's equation (1): split or not, chunk sizes
+ *   guard.c   measured feedback: vetoes sizes where parts came out slower
  *   reasm.c   receiver: EAGER_PART records back into whole messages
  * Called from send.c (offload_try), recv.c (reasm_on_part), engine.c /
  * api_engine.c (life cycle, info).
@@ -30,6 +31,7 @@ struct mrail_wire_rec;
 
 #define OFFLOAD_MAX_WORKERS 16
 #define OFFLOAD_RING 64 /* jobs per worker ring (power of two) */
+#define OFFLOAD_PARK_AFTER 1024 /* eager messages without a part sent */
 
 /* ---- topo.c ----------------------------------------------------------- */
 struct offload_topo {
@@ -75,6 +77,28 @@ unsigned offload_plan(const struct mrail_rail_view *v, unsigned n,
 		      uint64_t len, double t_o, unsigned max_chunks,
 		      int force, struct offload_chunk *out, double *gain);
 
+/* ---- guard.c ---------------------------------------------------------- */
+#define OFFLOAD_GUARD_CLASSES 40 /* power-of-two size classes */
+struct offload_guard {
+	double whole[OFFLOAD_GUARD_CLASSES];  /* EWMA s, sent whole */
+	double parts[OFFLOAD_GUARD_CLASSES];  /* EWMA s, in parts (+ copy) */
+	uint32_t nwhole[OFFLOAD_GUARD_CLASSES], nparts[OFFLOAD_GUARD_CLASSES];
+	uint32_t since_probe[OFFLOAD_GUARD_CLASSES];
+	uint64_t vetoed, probes;
+	unsigned tick;                        /* whole samples taken 1 in 16 */
+	int parked;                           /* workers parked: no probes */
+	double copy_bw;                       /* bytes/s, measured at start */
+};
+void guard_init(struct offload_guard *g);
+/* 1: equation (1) may offload a message of len bytes, 2: the same as a
+ * probe of a vetoed size; 0: measured slower (or whole to be sampled). */
+int guard_allows(struct offload_guard *g, uint64_t len);
+/* What it cost to hand len bytes to the drivers, whole or in parts. */
+/* 1: time this whole message (guard_note_whole). */
+int guard_wants_whole(struct offload_guard *g, uint64_t len);
+void guard_note_whole(struct offload_guard *g, uint64_t len, double s);
+void guard_note_parts(struct offload_guard *g, uint64_t len, double s);
+
 /* ---- worker.c --------------------------------------------------------- */
 struct offload_job {
 	struct mrail_request *req;   /* NULL: calibration */
@@ -110,15 +134,25 @@ struct offload {
 	double t_o_hot, t_o_cold;        /* seconds */
 	double spin;                     /* seconds a worker spins */
 	int force;                       /* MRAIL_OFFLOAD_FORCE=1 */
+	int running;                     /* workers started (offload_run) */
+	int failed;                      /* they could not be: off */
+	unsigned unused;                 /* offload_try calls since a part
+	                                    left other than as a probe */
 	unsigned min_chunks;             /* 2 */
 	/* Statistics (engine lock). */
-	uint64_t msgs, parts, declined;
+	uint64_t msgs, parts, declined, parks;
+	struct offload_guard guard;      /* guard.c */
 	double lock_wait;                /* total s workers waited for it */
 	uint64_t lock_takes;
 };
 
 /* engine.c: NULL *out when offload steps aside (no core, single level). */
 int offload_start(struct mrail_engine *e, struct offload **out);
+/* Starts the workers and calibrates T_O (engine lock held: calibration
+ * does not take it). Until then the plan uses typical T_O figures. */
+int offload_run(struct offload *o);
+/* Engine lock held, every worker idle: stops them until offload_run. */
+void offload_park(struct offload *o);
 /* Lock NOT held: the remaining jobs are posted, then workers exit.
  * Idempotent. */
 void offload_stop(struct offload *o);

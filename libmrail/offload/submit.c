@@ -7,6 +7,7 @@
  * the last part is posted.
  */
 #include "libmrail/engine.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* An idle worker for a part on `rail`: near its NIC if one is. */
@@ -31,9 +32,20 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 	struct mrail_rail_view views[MRAIL_MAX_RAILS];
 	struct offload_chunk ch[MRAIL_MAX_RAILS];
 	struct send_op *ops[MRAIL_MAX_RAILS];
-	if (!o || r->len < 2)
+	if (!o || o->failed || r->len < 2)
 		return 0;
-	uint64_t idle = offload_idle_workers(o);
+	/* Workers that only ever see vetoed sizes cost every call their
+	 * presence (offload_run): park them. */
+	if (o->running && ++o->unused >= OFFLOAD_PARK_AFTER &&
+	    offload_idle_workers(o) == ((uint64_t)1 << o->nworkers) - 1) {
+		offload_park(o);
+		return 0;
+	}
+	int allowed = o->force ? 1 : guard_allows(&o->guard, r->len);
+	if (!allowed)
+		return 0;
+	uint64_t idle = o->running ? offload_idle_workers(o)
+				   : ((uint64_t)1 << o->nworkers) - 1;
 	unsigned nidle = (unsigned)__builtin_popcountll(idle);
 	if (nidle < 2)
 		return 0;
@@ -50,6 +62,14 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 		o->declined++;
 		return 0;
 	}
+	if (!o->running) {
+		/* First use: start and calibrate, then decide again with the
+		 * measured T_O. */
+		if (offload_run(o))
+			return 0;
+		return offload_try(e, g, r);
+	}
+	double t_start = mrail_now();
 	for (unsigned i = 0; i < k; i++)
 		if (!(ops[i] = packet_get(e))) {
 			while (i-- > 0)
@@ -76,11 +96,14 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 			.payload = at + sizeof(struct mrail_wire_eager_part),
 			.offset = ch[i].offset,
 			.len = ch[i].len,
+			.t_push = t_start,
 		};
 		offload_push(o, (unsigned)pick_worker(o, rail, &idle), &j);
 	}
 	o->msgs++;
 	o->parts += k;
+	if (allowed == 1)
+		o->unused = 0;
 	mrail_trace("offload: seq %llu, %llu bytes in %u parts (predicted "
 		    "gain %.2f us)", (unsigned long long)r->seq,
 		    (unsigned long long)r->len, k, gain * 1e6);

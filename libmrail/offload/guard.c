@@ -1,0 +1,101 @@
+/*
+ * Measured feedback on equation (1): the model predicts from the rails'
+ * sampled transfer times, which do not see the handoff's wake-ups, the
+ * engine lock the parts' posts share, or the receiver's staging copy, so
+ * alone it offloaded sizes that came out slower (docs/offload.md). Here
+ * each size class (power of two) keeps what sending whole and sending in
+ * parts really cost this process -- from taking the message off the queue
+ * to its last byte handed to a driver -- plus the receiver's extra copy
+ * at the memcpy bandwidth measured at start. A class where parts do not
+ * beat whole by the margin is vetoed, and probed again now and then in
+ * case the load changed -- unless the workers were parked for having
+ * nothing to do (worker.c), when the verdicts stand. Engine lock held
+ * for all but guard_init.
+ */
+#include "libmrail/offload/offload.h"
+#include "util/clock.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GUARD_MIN_SAMPLES 8   /* per path and class before judging */
+#define GUARD_MARGIN 0.97     /* parts must be 3 % faster than whole */
+#define GUARD_PROBE_EVERY 256 /* vetoed messages of a class per probe */
+#define GUARD_EWMA 0.125
+
+static unsigned size_class(uint64_t len)
+{
+	unsigned c = len ? 63u - (unsigned)__builtin_clzll(len) : 0;
+	return c < OFFLOAD_GUARD_CLASSES ? c : OFFLOAD_GUARD_CLASSES - 1;
+}
+
+void guard_init(struct offload_guard *g)
+{
+	enum { N = 64 * 1024, ROUNDS = 16 };
+	memset(g, 0, sizeof *g);
+	g->copy_bw = 4e9; /* a floor if the measurement fails */
+	char *a = malloc(N), *b = malloc(N);
+	if (!a || !b)
+		goto out;
+	memset(a, 1, N);
+	memset(b, 2, N);
+	double best = 0;
+	for (int i = 0; i < ROUNDS; i++) {
+		double t0 = mrail_now();
+		memcpy(b, a, N);
+		__asm__ volatile("" : : "r"(b) : "memory");
+		double t = mrail_now() - t0;
+		if (t > 0 && (best == 0 || t < best))
+			best = t;
+	}
+	if (best > 0)
+		g->copy_bw = N / best;
+out:
+	free(a);
+	free(b);
+}
+
+static void note(double *avg, uint32_t *n, double s)
+{
+	*avg = *n ? *avg + GUARD_EWMA * (s - *avg) : s;
+	if (*n < UINT32_MAX)
+		(*n)++;
+}
+
+int guard_wants_whole(struct offload_guard *g, uint64_t len)
+{
+	unsigned c = size_class(len);
+	/* Every message until the class is known, then one in 16: the
+	 * clock costs ~50 ns a read on a VM. */
+	return g->nwhole[c] < GUARD_MIN_SAMPLES || (++g->tick & 15) == 0;
+}
+
+void guard_note_whole(struct offload_guard *g, uint64_t len, double s)
+{
+	unsigned c = size_class(len);
+	note(&g->whole[c], &g->nwhole[c], s);
+}
+
+void guard_note_parts(struct offload_guard *g, uint64_t len, double s)
+{
+	unsigned c = size_class(len);
+	note(&g->parts[c], &g->nparts[c], s + (double)len / g->copy_bw);
+}
+
+int guard_allows(struct offload_guard *g, uint64_t len)
+{
+	unsigned c = size_class(len);
+	if (g->nparts[c] < GUARD_MIN_SAMPLES)
+		return 1; /* the model decides while parts are sampled */
+	if (g->nwhole[c] < GUARD_MIN_SAMPLES)
+		return 0; /* then whole is sampled, if the model never was */
+	if (g->parts[c] <= GUARD_MARGIN * g->whole[c])
+		return 1;
+	if (!g->parked && ++g->since_probe[c] >= GUARD_PROBE_EVERY) {
+		g->since_probe[c] = 0;
+		g->probes++;
+		return 2;
+	}
+	g->vetoed++;
+	return 0;
+}
