@@ -136,6 +136,9 @@ struct offload {
 	int force;                       /* MRAIL_OFFLOAD_FORCE=1 */
 	int running;                     /* workers started (offload_run) */
 	int failed;                      /* they could not be: off */
+	int done_fd;                     /* eventfd: a worker completed a
+	                                    request while someone slept */
+	int sleepers;                    /* atomic: threads in idle waits */
 	unsigned unused;                 /* offload_try calls since a part
 	                                    left other than as a probe */
 	unsigned min_chunks;             /* 2 */
@@ -151,6 +154,10 @@ int offload_start(struct mrail_engine *e, struct offload **out);
 /* Starts the workers and calibrates T_O (engine lock held: calibration
  * does not take it). Until then the plan uses typical T_O figures. */
 int offload_run(struct offload *o);
+/* engine_idle_wait (no lock): the fd to poll beside the drivers' (-1:
+ * none), then the end of the sleep. */
+int offload_sleep_begin(struct offload *o);
+void offload_sleep_end(struct offload *o);
 /* Engine lock held, every worker idle: stops them until offload_run. */
 void offload_park(struct offload *o);
 /* Lock NOT held: the remaining jobs are posted, then workers exit.

@@ -17,9 +17,12 @@
 #include "util/iov.h"
 #include "util/log.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #define SPIN_DEFAULT 20e-6   /* seconds a worker spins before sleeping */
 #define CALIB_HOT 64
@@ -63,6 +66,30 @@ static void part_settled(struct mrail_engine *e, struct mrail_request *r,
 				 mrail_now() - t_start);
 	r->status.length = r->len;
 	request_complete(e, r, MRAIL_OK);
+	/* A waiter asleep in the drivers' fds would otherwise see this
+	 * completion only at its poll timeout. */
+	struct offload *o = e->offload;
+	uint64_t one = 1;
+	if (o && o->done_fd >= 0 &&
+	    __atomic_load_n(&o->sleepers, __ATOMIC_SEQ_CST) &&
+	    write(o->done_fd, &one, sizeof one) < 0)
+		mrail_debug("offload: waking a waiter: %s", strerror(errno));
+}
+
+int offload_sleep_begin(struct offload *o)
+{
+	if (o->done_fd < 0)
+		return -1;
+	__atomic_add_fetch(&o->sleepers, 1, __ATOMIC_SEQ_CST);
+	return o->done_fd;
+}
+
+void offload_sleep_end(struct offload *o)
+{
+	uint64_t n;
+	__atomic_sub_fetch(&o->sleepers, 1, __ATOMIC_SEQ_CST);
+	if (read(o->done_fd, &n, sizeof n) < 0 && errno != EAGAIN)
+		mrail_debug("offload: draining wake-ups: %s", strerror(errno));
 }
 
 static void run_part(struct offload *o, struct offload_job *j)
@@ -310,6 +337,7 @@ int offload_start(struct mrail_engine *e, struct offload **out)
 	}
 	o->e = e;
 	o->spin = SPIN_DEFAULT;
+	o->done_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	o->force = force;
 	unsigned core_of[OFFLOAD_MAX_WORKERS];
 	for (unsigned c = 0; c < 64 && o->nworkers < OFFLOAD_MAX_WORKERS; c++)
@@ -422,6 +450,8 @@ void offload_free(struct offload *o)
 		pthread_mutex_destroy(&o->w[i].m);
 		pthread_cond_destroy(&o->w[i].c);
 	}
+	if (o->done_fd >= 0)
+		close(o->done_fd);
 	free(o);
 }
 
