@@ -6,8 +6,11 @@
  * each size class (power of two) keeps what sending whole and sending in
  * parts really cost this process -- from taking the message off the queue
  * to its last byte handed to a driver -- plus the receiver's extra copy
- * at the memcpy bandwidth measured at start. A class where parts do not
- * beat whole by the margin is vetoed, and probed again now and then in
+ * at the memcpy bandwidth measured at start. Their difference replaces
+ * the model's handoff cost: a class where the rails' predicted gain from
+ * working at once does not outweigh it by the margin is vetoed (so a
+ * slow NIC's wire time can still justify parts that cost this core
+ * more), and probed again now and then in
  * case the load changed -- unless the workers were parked for having
  * nothing to do (worker.c), when the verdicts stand. Engine lock held
  * for all but guard_init.
@@ -19,7 +22,7 @@
 #include <string.h>
 
 #define GUARD_MIN_SAMPLES 8   /* per path and class before judging */
-#define GUARD_MARGIN 0.97     /* parts must be 3 % faster than whole */
+#define GUARD_MARGIN 0.97     /* parts must gain 3 % of the whole time */
 #define GUARD_PROBE_EVERY 256 /* vetoed messages of a class per probe */
 #define GUARD_EWMA 0.125
 
@@ -82,14 +85,19 @@ void guard_note_parts(struct offload_guard *g, uint64_t len, double s)
 	note(&g->parts[c], &g->nparts[c], s + (double)len / g->copy_bw);
 }
 
-int guard_allows(struct offload_guard *g, uint64_t len)
+int guard_allows(struct offload_guard *g, uint64_t len, double wire_gain,
+		 double t_single)
 {
 	unsigned c = size_class(len);
 	if (g->nparts[c] < GUARD_MIN_SAMPLES)
 		return 1; /* the model decides while parts are sampled */
 	if (g->nwhole[c] < GUARD_MIN_SAMPLES)
 		return 0; /* then whole is sampled, if the model never was */
-	if (g->parts[c] <= GUARD_MARGIN * g->whole[c])
+	/* The model's gain from the rails working at once, less what parts
+	 * really cost this side beyond sending whole (handoff, the lock,
+	 * the receiver's copy), must still be worth the margin. */
+	double penalty = g->parts[c] - g->whole[c];
+	if (wire_gain - penalty >= (1 - GUARD_MARGIN) * t_single)
 		return 1;
 	if (!g->parked && ++g->since_probe[c] >= GUARD_PROBE_EVERY) {
 		g->since_probe[c] = 0;

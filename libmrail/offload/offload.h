@@ -72,10 +72,12 @@ struct offload_chunk {
 };
 /* Equation (1): chunks over up to max_chunks idle rails (>= 2), or 0 to
  * send the message whole. force: split whenever possible. *gain: the
- * predicted time saved (s, negative if none). */
+ * predicted time saved (s, negative if none); *single: the predicted
+ * time on the best rail alone. */
 unsigned offload_plan(const struct mrail_rail_view *v, unsigned n,
 		      uint64_t len, double t_o, unsigned max_chunks,
-		      int force, struct offload_chunk *out, double *gain);
+		      int force, struct offload_chunk *out, double *gain,
+		      double *single);
 
 /* ---- guard.c ---------------------------------------------------------- */
 #define OFFLOAD_GUARD_CLASSES 40 /* power-of-two size classes */
@@ -90,9 +92,12 @@ struct offload_guard {
 	double copy_bw;                       /* bytes/s, measured at start */
 };
 void guard_init(struct offload_guard *g);
-/* 1: equation (1) may offload a message of len bytes, 2: the same as a
- * probe of a vetoed size; 0: measured slower (or whole to be sampled). */
-int guard_allows(struct offload_guard *g, uint64_t len);
+/* After equation (1) chose parts: wire_gain = predicted time whole minus
+ * predicted slowest part without T_O, t_single = predicted time whole.
+ * 1: offload, 2: offload as a probe of a vetoed size class, 0: measured
+ * not worth it (or whole still to be sampled). */
+int guard_allows(struct offload_guard *g, uint64_t len, double wire_gain,
+		 double t_single);
 /* What it cost to hand len bytes to the drivers, whole or in parts. */
 /* 1: time this whole message (guard_note_whole). */
 int guard_wants_whole(struct offload_guard *g, uint64_t len);

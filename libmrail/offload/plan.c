@@ -39,10 +39,12 @@ static double split(const struct mrail_rail_view *v, const unsigned *order,
 
 unsigned offload_plan(const struct mrail_rail_view *v, unsigned n,
 		      uint64_t len, double t_o, unsigned max_chunks,
-		      int force, struct offload_chunk *out, double *gain)
+		      int force, struct offload_chunk *out, double *gain,
+		      double *single_out)
 {
 	unsigned order[MRAIL_MAX_RAILS], m = 0;
 	*gain = -1;
+	*single_out = 0;
 	/* Idle rails, fastest for the whole message first. */
 	for (unsigned i = 0; i < n && i < MRAIL_MAX_RAILS; i++) {
 		if (!v[i].idle)
@@ -58,6 +60,7 @@ unsigned offload_plan(const struct mrail_rail_view *v, unsigned n,
 	if (m < 2 || max_chunks < 2)
 		return 0;
 	double single = predict(&v[order[0]], len);
+	*single_out = single;
 	unsigned best = 0;
 	double best_t = 0;
 	struct offload_chunk tmp[MRAIL_MAX_RAILS];

@@ -41,9 +41,6 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 		offload_park(o);
 		return 0;
 	}
-	int allowed = o->force ? 1 : guard_allows(&o->guard, r->len);
-	if (!allowed)
-		return 0;
 	uint64_t idle = o->running ? offload_idle_workers(o)
 				   : ((uint64_t)1 << o->nworkers) - 1;
 	unsigned nidle = (unsigned)__builtin_popcountll(idle);
@@ -55,13 +52,18 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 		if ((idle & ((uint64_t)1 << i)) && offload_t_o(o, i) > t_o)
 			t_o = offload_t_o(o, i);
 	unsigned n = gate_rail_views(g, views, VIEW_SEND);
-	double gain;
+	double gain, single;
 	unsigned k = offload_plan(views, n, r->len, t_o, nidle, o->force, ch,
-				  &gain);
+				  &gain, &single);
 	if (k < 2) {
 		o->declined++;
 		return 0;
 	}
+	int allowed = o->force ? 1
+			       : guard_allows(&o->guard, r->len, gain + t_o,
+					      single);
+	if (!allowed)
+		return 0;
 	if (!o->running) {
 		/* First use: start and calibrate, then decide again with the
 		 * measured T_O. */
