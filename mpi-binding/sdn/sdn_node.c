@@ -54,8 +54,8 @@ int mrail_sdn_open(const struct mrail_sdn_opts *o, struct mrail_sdn **out,
 	else if (!strcmp(mode, "bpf"))
 		b = SDN_BPF;
 	else {
-		snprintf(err, errlen, "MRAIL_SDN=\"%s\" is not none|unisonflow|"
-			 "bpf", mode);
+		snprintf(err, errlen, "SDN mode \"%s\" (MRAIL_SDN, "
+			 "mtl_mrail_sdn) is not none|unisonflow|bpf", mode);
 		return -EINVAL;
 	}
 	struct mrail_sdn *s = calloc(1, sizeof *s);

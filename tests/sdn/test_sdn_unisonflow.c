@@ -54,7 +54,8 @@ static void open_errors(void)
 	CHECK(s == NULL && mrail_sdn_hooks(s) == NULL);
 	o.mode = "openflow";
 	CHECK_EQ(mrail_sdn_open(&o, &s, err, sizeof err), -EINVAL);
-	CHECK(strstr(err, "\"openflow\" is not none|unisonflow|bpf"));
+	CHECK(strstr(err, "\"openflow\" (MRAIL_SDN, mtl_mrail_sdn) is not "
+		     "none|unisonflow|bpf"));
 	o.mode = "unisonflow";
 	o.device = "/nonexistent/sdnmpi";
 	CHECK_EQ(mrail_sdn_open(&o, &s, err, sizeof err), -ENOENT);
