@@ -71,14 +71,19 @@ int main(int argc, char **argv)
 	unsigned long long plain_frames = 0, plain_bytes = 0, icmp_tag = 0,
 			   icmp_plain = 0;
 	static unsigned char buf[70000];
-	while (!stop) {
+	for (;;) {
+		/* After the signal: what is queued still counts. */
+		int draining = stop;
 		struct pollfd p = {fd, POLLIN, 0};
-		if (poll(&p, 1, 100) <= 0)
+		if (!draining && poll(&p, 1, 100) <= 0)
 			continue;
 		struct sockaddr_ll from;
 		socklen_t fl = sizeof from;
-		ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_TRUNC,
+		ssize_t n = recvfrom(fd, buf, sizeof buf,
+				     MSG_TRUNC | (draining ? MSG_DONTWAIT : 0),
 				     (struct sockaddr *)&from, &fl);
+		if (n < 0 && draining)
+			break;
 		if (n < (ssize_t)(14 + sizeof(struct iphdr)) ||
 		    from.sll_pkttype == PACKET_OUTGOING)
 			continue;
