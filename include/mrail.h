@@ -531,6 +531,13 @@ struct mrail_rail_hooks {
 	/* The rail is about to be closed (its connection still open). */
 	void (*rail_down)(void *ctx, const struct mrail_rail_conn *conn,
 			  void *state);
+	/* Optional: a message starts leaving on a rail (its eager record,
+	 * its rendezvous request, or one of its payload chunks is about to be
+	 * posted); state is what rail_up returned for that rail (NULL without
+	 * rail_up). With aggregation, a packet reports its first message.
+	 * Called for every message from whichever thread posts it: keep it
+	 * cheap (the SDN tagger retags the socket only when the tag changes). */
+	void (*msg_tx)(void *ctx, void *state, uint64_t tag);
 };
 /* Replace the hooks (NULL: none); rail_up runs at once for rails already
  * up, rail_down for them with the old hooks first. */

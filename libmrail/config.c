@@ -102,6 +102,9 @@ static void warn_unknown_vars(void)
 	for (char **ep = environ; ep && *ep; ep++) {
 		if (strncmp(*ep, "MRAIL_", 6))
 			continue;
+		/* MRAIL_SDN*: the MPI binding's SDN layer (docs/sdn.md). */
+		if (!strncmp(*ep, "MRAIL_SDN", 9))
+			continue;
 		size_t n = strcspn(*ep, "=");
 		int known = 0;
 		for (size_t i = 0; i < sizeof known_vars / sizeof *known_vars;

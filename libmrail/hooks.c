@@ -54,6 +54,12 @@ void hooks_rail_down(struct mrail_engine *e, struct rail *r)
 	r->hook_state = NULL;
 }
 
+void hooks_msg_tx(struct mrail_engine *e, struct rail *r, uint64_t tag)
+{
+	if (e->hooks.msg_tx)
+		e->hooks.msg_tx(e->hooks_ctx, r->hook_state, tag);
+}
+
 void hooks_set(struct mrail_engine *e, const struct mrail_rail_hooks *hooks,
 	       void *ctx)
 {

@@ -148,6 +148,8 @@ int rail_is_idle(const struct rail *r);
 /* hooks.c: per-connection hooks of the layer above */
 void hooks_rail_up(struct mrail_engine *e, struct rail *r);
 void hooks_rail_down(struct mrail_engine *e, struct rail *r);
+/* A message with this tag starts leaving on r (the msg_tx hook). */
+void hooks_msg_tx(struct mrail_engine *e, struct rail *r, uint64_t tag);
 /* mrail_set_rail_hooks(): down on every rail, replace, up again. */
 void hooks_set(struct mrail_engine *e, const struct mrail_rail_hooks *hooks,
 	       void *ctx);

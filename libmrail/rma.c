@@ -343,6 +343,7 @@ void rma_on_rtr_put(struct mrail_engine *e, struct rail *rail,
 		return;
 	}
 	*c = (struct rma_chunk){rtr->recv_id, rtr->offset, rtr->len, 0, 0};
+	hooks_msg_tx(e, rail, s->tag);
 	/* The key's address is the receiver's byte 0; ours is offset 0. */
 	int rc = post_ops(rail, s, OP_PUT, rtr->offset, rtr->len, key, c);
 	if (c->ops_left == 0)

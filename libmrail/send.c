@@ -147,6 +147,8 @@ static int send_packet(struct mrail_engine *e, struct gate *g,
 			mrail_list_first(&g->sendq, struct mrail_request, link);
 		if (op->len + record_size(e, g, r) > op->cap)
 			break;
+		if (k == 0)
+			hooks_msg_tx(e, rail, r->tag);
 		rc = pack_one(e, g, rail, op, r);
 	}
 	/* Something always fits: eager_max fits a packet. */

@@ -76,6 +76,7 @@ static void run_part(struct offload *o, struct offload_job *j)
 	struct rail *rail = j->rail;
 	int rc;
 	if (g->state == GATE_UP && rail->state == RAIL_UP) {
+		hooks_msg_tx(e, rail, r->tag);
 		rc = rail_post_packet(e, rail, j->op);
 		if (rc == MRAIL_OK)
 			rail->stats.tx_bytes += j->len;

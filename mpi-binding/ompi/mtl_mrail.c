@@ -4,6 +4,7 @@
  */
 #include "mtl_mrail.h"
 #include "mtl_mrail_bits.h"
+#include "sdn_node.h"
 
 #include "ompi/communicator/communicator.h"
 #include "ompi/proc/proc.h"
@@ -179,6 +180,31 @@ static int publish_address(void)
 	return rc;
 }
 
+/* SDN tagging asked for (mtl_mrail_sdn or MRAIL_SDN): its hooks go into
+ * the engine's configuration so they see the first rails. A backend that
+ * cannot start fails init: the user asked for tagged traffic. */
+static int open_sdn(struct mrail_config *cfg)
+{
+	struct mrail_sdn_opts o = {
+		.mode = ompi_mtl_mrail.sdn,
+		.world_rank = OMPI_PROC_MY_NAME->vpid,
+		.nprocs = ompi_process_info.num_procs,
+		.fence_us = -1,
+	};
+	char err[512];
+	int rc = mrail_sdn_open(&o, &ompi_mtl_mrail.sdn_tagger, err,
+				sizeof err);
+	if (rc) {
+		opal_output(0, "mtl mrail: %s", err);
+		return OMPI_ERR_BAD_PARAM;
+	}
+	if (ompi_mtl_mrail.sdn_tagger) {
+		cfg->rail_hooks = mrail_sdn_hooks(ompi_mtl_mrail.sdn_tagger);
+		cfg->rail_hooks_ctx = ompi_mtl_mrail.sdn_tagger;
+	}
+	return OMPI_SUCCESS;
+}
+
 int mtl_mrail_module_init(bool mpi_threads)
 {
 	struct mrail_config cfg;
@@ -198,15 +224,21 @@ int mtl_mrail_module_init(bool mpi_threads)
 			    MRAIL_MTL_MAX_RANK);
 		return OMPI_ERR_NOT_SUPPORTED;
 	}
+	if (open_sdn(&cfg) != OMPI_SUCCESS)
+		return OMPI_ERR_BAD_PARAM;
 	rc = mrail_engine_create(&cfg, &ompi_mtl_mrail.engine);
 	if (rc != MRAIL_OK) {
 		opal_output(0, "mtl mrail: mrail_engine_create: %s",
 			    mrail_strerror(rc));
+		mrail_sdn_close(ompi_mtl_mrail.sdn_tagger);
+		ompi_mtl_mrail.sdn_tagger = NULL;
 		return OMPI_ERROR;
 	}
 	if (publish_address() != OPAL_SUCCESS) {
 		mrail_engine_destroy(ompi_mtl_mrail.engine);
 		ompi_mtl_mrail.engine = NULL;
+		mrail_sdn_close(ompi_mtl_mrail.sdn_tagger);
+		ompi_mtl_mrail.sdn_tagger = NULL;
 		return OMPI_ERROR;
 	}
 	OBJ_CONSTRUCT(&ompi_mtl_mrail.lock, opal_mutex_t);
@@ -227,7 +259,24 @@ int mtl_mrail_finalize(struct mca_mtl_base_module_t *mtl)
 	(void)mtl;
 	opal_progress_unregister(mtl_mrail_progress);
 	int rc = mrail_engine_destroy(ompi_mtl_mrail.engine);
+	if (ompi_mtl_mrail.sdn_tagger && ompi_mtl_mrail.verbose > 0) {
+		struct mrail_sdn_stats s;
+		mrail_sdn_get_stats(ompi_mtl_mrail.sdn_tagger, &s);
+		opal_output(0, "mtl mrail: sdn registered %llu unregistered "
+			    "%llu retags %llu fences %llu fence_timeouts %llu "
+			    "untagged %llu errors %llu",
+			    (unsigned long long)s.registered,
+			    (unsigned long long)s.unregistered,
+			    (unsigned long long)s.retags,
+			    (unsigned long long)s.fences,
+			    (unsigned long long)s.fence_timeouts,
+			    (unsigned long long)s.untagged,
+			    (unsigned long long)s.errors);
+	}
 	ompi_mtl_mrail.engine = NULL;
+	/* After the engine: its rail_down hooks used it. */
+	mrail_sdn_close(ompi_mtl_mrail.sdn_tagger);
+	ompi_mtl_mrail.sdn_tagger = NULL;
 	OBJ_DESTRUCT(&ompi_mtl_mrail.lock);
 	return rc == MRAIL_OK ? OMPI_SUCCESS : OMPI_ERROR;
 }
@@ -281,6 +330,9 @@ static int add_one(struct ompi_proc_t *proc)
 	}
 	proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_MTL] =
 		(void *)((uintptr_t)peer + 1);
+	/* Tags name world ranks (a job of one world: the vpid). */
+	mrail_sdn_set_peer_rank(ompi_mtl_mrail.sdn_tagger, peer,
+				proc->super.proc_name.vpid);
 	return OMPI_SUCCESS;
 }
 

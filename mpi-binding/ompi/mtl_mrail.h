@@ -24,6 +24,8 @@ struct mca_mtl_mrail_module {
 	 * the engine's defaults decide). */
 	char *drivers, *rails, *rails_exclude, *driver_params, *strategy;
 	char *rdv, *thread_level;
+	char *sdn;                /* MRAIL_SDN backend (docs/sdn.md) */
+	struct mrail_sdn *sdn_tagger; /* NULL: no SDN tagging */
 	int log_level, progress_thread, eager_max;
 	double connect_timeout;
 	int verbose;

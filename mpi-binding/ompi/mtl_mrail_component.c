@@ -71,6 +71,8 @@ static int mtl_mrail_register(void)
 		   "(MRAIL_STRATEGY, default split)", &m->strategy);
 	reg_string("rdv", "Rendezvous on RDMA rails: auto|get|put|send "
 		   "(MRAIL_RDV)", &m->rdv);
+	reg_string("sdn", "SDN tagging of MPI packets: none|unisonflow|bpf "
+		   "(MRAIL_SDN, default none; docs/sdn.md)", &m->sdn);
 	reg_string("thread_level", "Engine thread level single|serialized|"
 		   "multiple (default: multiple when MPI_THREAD_MULTIPLE is "
 		   "asked, else serialized)", &m->thread_level);

@@ -61,7 +61,7 @@ static void on_down(void *ctx, const struct mrail_rail_conn *c, void *state)
 	r->down++;
 }
 
-static const struct mrail_rail_hooks hooks = {on_up, on_down};
+static const struct mrail_rail_hooks hooks = {on_up, on_down, NULL};
 
 static void check_all(mrail_engine_t *e, uint32_t me, uint32_t n, int ups,
 		      int downs)

@@ -1,0 +1,121 @@
+/*
+ * sdn-pingpong: ping-pong latency and bandwidth of 2 ranks (mrail-run) with
+ * the SDN tagging hooks the MTL installs (MRAIL_SDN, docs/sdn.md); engine
+ * tags are MTL match bits of a point-to-point message (cid 0, tag 1).
+ * usage: sdn-pingpong [ITERS]
+ * Prints on rank 0: "lat_us L bw_MBps B retags R" where L is the median
+ * half round trip of 8-byte messages and B the bandwidth of 4 MiB
+ * ping-pongs (bytes / half round trip, median).
+ */
+#include <mrail.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mpi-binding/ompi/mtl_mrail_bits.h"
+#include "sdn_node.h"
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "sdn-pingpong: %s: %s\n", what, mrail_strerror(rc));
+	exit(1);
+}
+
+/* Median half round trip of `iters` ping-pongs of len bytes. */
+static double pingpong(mrail_engine_t *e, unsigned me, void *buf, size_t len,
+		       int iters)
+{
+	double *t = malloc(sizeof(double) * (size_t)iters);
+	uint64_t tag = mrail_mtl_send_bits(0, (int)me, 1);
+	uint64_t rtag = mrail_mtl_send_bits(0, (int)(1 - me), 1);
+	mrail_request_t *rq;
+	int rc;
+	if (!t)
+		exit(1);
+	for (int i = -iters / 10 - 1; i < iters; i++) {
+		double t0 = now();
+		if (me == 0) {
+			if ((rc = mrail_isend(e, 1, buf, len, tag, &rq)) ||
+			    (rc = mrail_wait(e, rq, NULL)) ||
+			    (rc = mrail_irecv(e, 1, buf, len, rtag,
+					      MRAIL_TAG_MASK_ALL, &rq)) ||
+			    (rc = mrail_wait(e, rq, NULL)))
+				die("ping", rc);
+		} else {
+			if ((rc = mrail_irecv(e, 0, buf, len, rtag,
+					      MRAIL_TAG_MASK_ALL, &rq)) ||
+			    (rc = mrail_wait(e, rq, NULL)) ||
+			    (rc = mrail_isend(e, 0, buf, len, tag, &rq)) ||
+			    (rc = mrail_wait(e, rq, NULL)))
+				die("pong", rc);
+		}
+		if (i >= 0)
+			t[i] = (now() - t0) / 2;
+	}
+	qsort(t, (size_t)iters, sizeof *t, cmp);
+	double m = t[iters / 2];
+	free(t);
+	return m;
+}
+
+int main(int argc, char **argv)
+{
+	int iters = argc > 1 ? atoi(argv[1]) : 2000;
+	const char *re = getenv("MRAIL_RANK");
+	unsigned me = re ? (unsigned)atoi(re) : 0;
+	struct mrail_sdn_opts o = {.world_rank = me, .nprocs = 2,
+				   .fence_us = -1};
+	struct mrail_sdn *sdn;
+	char err[512];
+	if (iters < 10) {
+		fprintf(stderr, "usage: sdn-pingpong [ITERS >= 10]\n");
+		return 2;
+	}
+	if (mrail_sdn_open(&o, &sdn, err, sizeof err)) {
+		fprintf(stderr, "sdn-pingpong: %s\n", err);
+		return 1;
+	}
+	struct mrail_config cfg;
+	mrail_engine_t *e;
+	int rc = mrail_config_init(&cfg);
+	if (rc)
+		die("config", rc);
+	cfg.rail_hooks = mrail_sdn_hooks(sdn);
+	cfg.rail_hooks_ctx = sdn;
+	if ((rc = mrail_engine_create(&cfg, &e)))
+		die("engine", rc);
+	if (mrail_size(e) != 2) {
+		fprintf(stderr, "sdn-pingpong: run with 2 ranks\n");
+		return 1;
+	}
+	size_t big = 4u << 20;
+	char *buf = calloc(1, big);
+	if (!buf)
+		return 1;
+	double lat = pingpong(e, me, buf, 8, iters);
+	double bw = big / pingpong(e, me, buf, big, iters / 20 + 5) / 1e6;
+	mrail_engine_destroy(e);
+	struct mrail_sdn_stats st;
+	mrail_sdn_get_stats(sdn, &st);
+	if (me == 0)
+		printf("lat_us %.3f bw_MBps %.1f retags %llu\n", lat * 1e6, bw,
+		       (unsigned long long)st.retags);
+	mrail_sdn_close(sdn);
+	free(buf);
+	return 0;
+}
