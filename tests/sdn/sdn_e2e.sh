@@ -6,10 +6,18 @@
 # the patterns it announces must be installed on the policy's spines
 # (bcast: s1, reduce: s2, allreduce: both), and tagged frames of each
 # pattern must cross only their spine and arrive with the real MAC back.
+# With the bpf tagger (mrail-sdn-tagger) loaded on the hosts' eth0, the
+# job's own packets carry their tags: per-tag flow counters on the spines
+# show each collective on its spine, port counters sampled over time show
+# each phase on its spine, and captures of what the hosts send show every
+# collective's bytes under its tag, only between announced pairs, and a
+# plain TCP stream untagged.
 # usage: sdn_e2e.sh MPIRUN MCA_DIR COLL_DIR SYS_MCA_DIR LISTING1 SRCDIR
+#                   TAGGER|none CAPTURE
 # Exits 77 without root, ip netns, Open vSwitch or Open MPI.
 set -u
-MPIRUN=$1 MCA_DIR=$2 COLL_DIR=$3 SYS_MCA_DIR=$4 PROG=$5 SRC=$6
+MPIRUN=$1 MCA_DIR=$2 COLL_DIR=$3 SYS_MCA_DIR=$4 PROG=$5 SRC=$6 TAGGER=$7 CAPTURE=$8
+ITERS=16 BYTES=131072
 CTLD=$SRC/mpi-binding/sdn/controller
 FRAMES="python3 $SRC/tests/sdn/sdn_frames.py"
 skip() { echo "skip: $*"; exit 77; }
@@ -26,7 +34,9 @@ export OVS_RUNDIR=$T OVS_DBDIR=$T OVS_LOGDIR=$T OVS_SYSCONFDIR=$T
 VSCTL="ovs-vsctl --db=unix:$T/db.sock --timeout=10"
 OF="ovs-ofctl -O OpenFlow13"
 HOSTS=(0 1 2 3)
+BGPIDS=()
 cleanup() {
+	for p in "${BGPIDS[@]}"; do kill "$p" 2>/dev/null; done
 	[ -n "${CTL_PID:-}" ] && kill "$CTL_PID" 2>/dev/null
 	for f in vswitchd.pid ovsdb.pid; do
 		[ -s "$T/$f" ] && kill "$(cat "$T/$f")" 2>/dev/null
@@ -34,6 +44,7 @@ cleanup() {
 	for i in "${HOSTS[@]}"; do ip netns del "$P-h$i" 2>/dev/null; done
 	for l in l1s1 l1s2 l2s1 l2s2 mg; do ip link del "$P$l" 2>/dev/null; done
 	sleep 0.2
+	umount "$T/bpffs" 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -120,16 +131,67 @@ socket.create_connection(('$NET.254', $(cat "$T/port")), timeout=5).close()" ||
 done
 [ -n "${SDN_E2E_HOLD:-}" ] && { echo "holding: $T $P"; sleep "$SDN_E2E_HOLD"; }
 
+# The bpf tagger on every host's eth0 (pins in a bpffs of our own, one
+# directory per host: interface indexes repeat across namespaces).
+TAG=0 MPI_SDN=()
+if [ "$TAGGER" != none ] && [ -x "$TAGGER" ] && mkdir -p "$T/bpffs" &&
+	mount -t bpf bpf "$T/bpffs" 2>/dev/null; then
+	for i in "${HOSTS[@]}"; do
+		ip netns exec "$P-h$i" "$TAGGER" load --dir "$T/bpffs/h$i" eth0 >/dev/null ||
+			fail "mrail-sdn-tagger load on h$i"
+	done
+	TAG=1 MPI_SDN=(-x MRAIL_SDN=bpf)
+	echo "bpf tagger loaded on h0..h3"
+else
+	echo "bpf tagger not available: the job's own packets stay untagged, tag checks skipped"
+fi
+# The launcher agent: netns_rsh_agent.sh with the host's pin directory.
+cat >"$T/agent.sh" <<AGENT
+#!/bin/sh
+while [ \$# -gt 0 ]; do
+	case \$1 in
+	-x | -t | -T | -tt | -n | -q) shift ;;
+	-o | -p | -l | -i) shift 2 ;;
+	*) break ;;
+	esac
+done
+h=\${1#$P-}
+MRAIL_SDN_BPF_DIR=$T/bpffs/\$h exec $SRC/tests/pmix/netns_rsh_agent.sh "\$@"
+AGENT
+chmod +x "$T/agent.sh"
+
+# What the hosts send, as it leaves them (the switch side of each veth).
+if [ $TAG = 1 ]; then
+	for i in "${HOSTS[@]}"; do
+		"$CAPTURE" "$P-e$i" >"$T/cap$i" &
+		BGPIDS+=($!)
+	done
+	for i in "${HOSTS[@]}"; do
+		for _ in $(seq 50); do grep -q capturing "$T/cap$i" && break; sleep 0.1; done
+	done
+fi
+# The spines' received bytes over time (the paper's measurement module).
+spine_bytes() { # SPINE -> rx bytes summed over its ports
+	$OF dump-ports "unix:$T/$P$1.mgmt" | grep -o 'rx pkts=[0-9]*, bytes=[0-9]*' |
+		sed 's/.*bytes=//' | awk '{s += $1} END {print s + 0}'
+}
+( while :; do
+	echo "$(date +%s.%N) $(spine_bytes s1) $(spine_bytes s2)"
+	sleep 0.2
+done ) >"$T/samples" &
+SAMPLER=$!
+BGPIDS+=($SAMPLER)
+
 # The job: one rank per host, its rail eth0, patterns announced in sync.
-AGENT=$SRC/tests/pmix/netns_rsh_agent.sh
 export TMPDIR=$T OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mca_base_component_path="$MCA_DIR:$COLL_DIR:$SYS_MCA_DIR"
-timeout -k 5 60 "$MPIRUN" --bind-to none -n 4 --mca plm_rsh_agent "$AGENT" \
+timeout -k 5 60 "$MPIRUN" --bind-to none -n 4 --mca plm_rsh_agent "$T/agent.sh" \
 	--host "$P-h0,$P-h1,$P-h2,$P-h3" --mca pml cm --mca mtl mrail \
-	--mca oob_tcp_if_include "$NET.0/24" \
+	--mca oob_tcp_if_include "$NET.0/24" "${MPI_SDN[@]}" \
 	-x MRAIL_RAILS=eth0 -x MRAIL_SDN_CONTROLLER="$CTL" -x MRAIL_SDN_SYNC=1 \
-	"$PROG" 10 131072 >"$T/mpi.out" 2>"$T/mpi.err" </dev/null
+	"$PROG" $ITERS $BYTES >"$T/mpi.out" 2>"$T/mpi.err" </dev/null
 RC=$?
+kill $SAMPLER
 [ $RC -eq 0 ] || fail "mpirun exit status $RC"
 grep -q "sdn_listing1: 4 processes OK" "$T/mpi.out" || fail "no OK line"
 grep -q "coll sdn:" "$T/mpi.err" && fail "coll sdn warned"
@@ -156,15 +218,34 @@ echo "tag flows: s1: $S1; s2: $S2"
 [ "$S1" = "allreduce bcast" ] || fail "s1 carries '$S1'"
 [ "$S2" = "allreduce reduce" ] || fail "s2 carries '$S2'"
 
+# The job's own tagged traffic: flows, phases, captures (sdn_e2e_check.py).
+if [ $TAG = 1 ]; then
+	# Non-MPI traffic between the same hosts: 1 MB of plain TCP h0 -> h3.
+	ip netns exec "$P-h3" python3 -c "
+import socket; s = socket.create_server(('$NET.4', 5999)); c, _ = s.accept()
+while c.recv(65536): pass" &
+	SRV=$!
+	sleep 0.5
+	ip netns exec "$P-h0" python3 -c "
+import socket; s = socket.create_connection(('$NET.4', 5999), timeout=10)
+s.sendall(bytes(1000000)); s.close()" || fail "plain TCP stream h0 -> h3"
+	wait $SRV
+	sleep 0.3
+	for i in "${HOSTS[@]}"; do kill "${BGPIDS[$i]}"; wait "${BGPIDS[$i]}"; done
+	for b in s1 s2; do $OF dump-flows "unix:$T/$P$b.mgmt" >"$T/$b.flows"; done
+	python3 "$SRC/tests/sdn/sdn_e2e_check.py" "$T" $ITERS $BYTES "$CTLD" ||
+		fail "tagged traffic checks"
+	for i in "${HOSTS[@]}"; do
+		ip netns exec "$P-h$i" "$TAGGER" unload --dir "$T/bpffs/h$i" eth0 >/dev/null ||
+			fail "mrail-sdn-tagger unload on h$i"
+	done
+fi
+
 # Counters: tagged frames of each phase's cross-leaf pairs (rank i on
 # h$i), sent from the sender's namespace; the receiver must get them with
 # its own MAC restored; only the policy's spine may count them.
 tag() { python3 -c "import sys; sys.path.insert(0, '$CTLD'); import sdntag
 print(sdntag.mac_str(sdntag.encode(sdntag.PRIM_OF_NAME['$1'], 0, $2, $3)))"; }
-spine_bytes() { # SPINE -> rx bytes summed over its ports
-	$OF dump-ports "unix:$T/$P$1.mgmt" | grep -o 'rx pkts=[0-9]*, bytes=[0-9]*' |
-		sed 's/.*bytes=//' | awk '{s += $1} END {print s + 0}'
-}
 N=600
 phase() { # PRIM SRC DST
 	local b1 b2 got
