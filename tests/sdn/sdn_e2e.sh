@@ -268,5 +268,6 @@ phase bcast 0 2
 phase reduce 2 0
 [ $D2 -ge $((N * 1000 / 2)) ] && [ $D1 -lt $((N * 1000 / 20)) ] ||
 	fail "reduce frames not on s2 alone"
+grep "^timing" "$T/mpi.out"
 echo "sdn e2e: OK"
 exit 0

@@ -29,7 +29,6 @@
 #include "ctrl_client.h"
 
 #define SDN_MAX_COMM 4096u /* the tag's comm field (docs/sdn.md) */
-#define SDN_KEYS 64        /* patterns remembered per communicator */
 
 struct sdn_module {
 	mca_coll_base_module_t super;
@@ -40,9 +39,12 @@ struct sdn_module {
 	mca_coll_base_module_t *u_reduce_module;
 	mca_coll_base_module_allreduce_fn_t u_allreduce;
 	mca_coll_base_module_t *u_allreduce_module;
-	uint64_t keys[SDN_KEYS]; /* patterns already installed */
-	unsigned nkeys;
 	int *world; /* comm rank -> MPI_COMM_WORLD rank */
+	/* Per root (bcast, reduce) and for allreduce: announced once (or
+	 * tried once: a refused pattern is not retried at every call), so a
+	 * repeated collective costs one load; the pairs depend on nothing
+	 * else for a given communicator. */
+	unsigned char *bcast_done, *reduce_done, allreduce_done;
 };
 typedef struct sdn_module sdn_module_t;
 /* OBJ_NEW leaves a subclass's own fields as malloc left them. */
@@ -177,14 +179,6 @@ static int ctl_up(void)
 	return 1;
 }
 
-static int key_known(struct sdn_module *m, uint64_t key)
-{
-	for (unsigned i = 0; i < m->nkeys; i++)
-		if (m->keys[i] == key)
-			return 1;
-	return 0;
-}
-
 /*
  * Announce pairs (comm ranks, translated here) before the collective:
  * the root sends the pattern; in sync mode every rank waits until the
@@ -204,8 +198,6 @@ static void announce(struct sdn_module *m, struct ompi_communicator_t *comm,
 		pairs[i].dst = (uint32_t)m->world[pairs[i].dst];
 	}
 	key = mrail_sdn_ctrl_pattern_key(comm->c_contextid, prim, pairs, n);
-	if (key_known(m, key))
-		return;
 	pthread_mutex_lock(&ctl_lock);
 	if (ctl_state > 0) {
 		if (me == root)
@@ -223,8 +215,6 @@ static void announce(struct sdn_module *m, struct ompi_communicator_t *comm,
 			ctl_off(mrail_sdn_ctrl_error(ctl));
 	}
 	pthread_mutex_unlock(&ctl_lock);
-	if (rc == 0 && m->nkeys < SDN_KEYS)
-		m->keys[m->nkeys++] = key;
 }
 
 static struct mrail_sdn_pair *pairs_alloc(size_t n)
@@ -266,9 +256,11 @@ static int sdn_bcast(void *buf, int count, struct ompi_datatype_t *dt,
 {
 	struct sdn_module *m = (struct sdn_module *)module;
 	unsigned size = (unsigned)ompi_comm_size(comm);
-	struct mrail_sdn_pair *p = pairs_alloc(size);
+	struct mrail_sdn_pair *p;
 
-	if (!p)
+	if (m->bcast_done[root])
+		goto run;
+	if (!(p = pairs_alloc(size)))
 		return m->u_bcast(buf, count, dt, root, comm, m->u_bcast_module);
 	size_t n = mrail_sdn_pairs_bcast_binomial(size, (unsigned)root, p);
 	if (!tree_matches(comm, module, root, p, n)) {
@@ -277,7 +269,9 @@ static int sdn_bcast(void *buf, int count, struct ompi_datatype_t *dt,
 		n = 0;
 	}
 	announce(m, comm, "bcast", root, p, n);
+	m->bcast_done[root] = 1;
 	free(p);
+run:
 	return ompi_coll_base_bcast_intra_binomial(buf, count, dt, root, comm,
 						   module, 0);
 }
@@ -289,14 +283,18 @@ static int sdn_reduce(const void *sbuf, void *rbuf, int count,
 {
 	struct sdn_module *m = (struct sdn_module *)module;
 	unsigned size = (unsigned)ompi_comm_size(comm);
-	struct mrail_sdn_pair *p = pairs_alloc(size);
+	struct mrail_sdn_pair *p;
 
-	if (!p)
+	if (m->reduce_done[root])
+		goto run;
+	if (!(p = pairs_alloc(size)))
 		return m->u_reduce(sbuf, rbuf, count, dt, op, root, comm,
 				   m->u_reduce_module);
 	announce(m, comm, "reduce", root, p,
 		 mrail_sdn_pairs_reduce_linear(size, (unsigned)root, p));
+	m->reduce_done[root] = 1;
 	free(p);
+run:
 	return ompi_coll_base_reduce_intra_basic_linear(sbuf, rbuf, count, dt,
 							op, root, comm, module);
 }
@@ -313,13 +311,19 @@ static int sdn_allreduce(const void *sbuf, void *rbuf, int count,
 	 * commutative operations; the others keep the module underneath. */
 	int commute = 0;
 
-	if (MPI_Op_commutative(op, &commute) != MPI_SUCCESS || !commute ||
-	    !(p = pairs_alloc(mrail_sdn_pairs_allreduce_max(size))))
+	if (MPI_Op_commutative(op, &commute) != MPI_SUCCESS || !commute)
+		return m->u_allreduce(sbuf, rbuf, count, dt, op, comm,
+				      m->u_allreduce_module);
+	if (m->allreduce_done)
+		goto run;
+	if (!(p = pairs_alloc(mrail_sdn_pairs_allreduce_max(size))))
 		return m->u_allreduce(sbuf, rbuf, count, dt, op, comm,
 				      m->u_allreduce_module);
 	announce(m, comm, "allreduce", 0, p,
 		 mrail_sdn_pairs_allreduce_rdbl(size, p));
+	m->allreduce_done = 1;
 	free(p);
+run:
 	return ompi_coll_base_allreduce_intra_recursivedoubling(
 		sbuf, rbuf, count, dt, op, comm, module);
 }
@@ -343,8 +347,10 @@ static int sdn_enable(mca_coll_base_module_t *module,
 	SAVE(m, comm, reduce);
 	SAVE(m, comm, allreduce);
 	m->world = malloc((size_t)size * sizeof(int));
+	m->bcast_done = calloc((size_t)size, 1);
+	m->reduce_done = calloc((size_t)size, 1);
 	int *ranks = malloc((size_t)size * sizeof(int));
-	if (!m->world || !ranks) {
+	if (!m->world || !ranks || !m->bcast_done || !m->reduce_done) {
 		free(ranks);
 		return OMPI_ERR_OUT_OF_RESOURCE;
 	}
@@ -374,7 +380,10 @@ static int sdn_disable(mca_coll_base_module_t *module,
 		OBJ_RELEASE(m->u_allreduce_module);
 	m->u_bcast_module = m->u_reduce_module = m->u_allreduce_module = NULL;
 	free(m->world);
+	free(m->bcast_done);
+	free(m->reduce_done);
 	m->world = NULL;
+	m->bcast_done = m->reduce_done = NULL;
 	return OMPI_SUCCESS;
 }
 
