@@ -112,6 +112,18 @@ def test_routes():
     assert fl["l1"][0] == "priority=100,dl_dst=%s,actions=output:1" % tag
     assert fl["l2"][0] == ("priority=100,dl_dst=%s,actions=mod_dl_dst:"
                            "02:00:00:00:01:02,output:3" % tag)
+    # One leaf, no spine: base and fallback flows stay on the leaf; a
+    # host behind a leaf with no way up is a clear error.
+    one = sdnctl.Topology.parse("version 1\nswitch l1 leaf x\n"
+                                "host a 02:00:00:00:00:01 l1:1\n"
+                                "host b 02:00:00:00:00:02 l1:2\n")
+    assert set(sdnctl.base_flows(one)) == {"l1"}
+    assert len(sdnctl.fallback_flows(one, 0, "a")["l1"]) == 1
+    two = sdnctl.Topology.parse("version 1\nswitch l1 leaf x\n"
+                                "switch l2 leaf y\n"
+                                "host a 02:00:00:00:00:01 l1:1\n"
+                                "host b 02:00:00:00:00:02 l2:1\n")
+    expect_error(lambda: sdnctl.base_flows(two), "no path")
     expect_error(lambda: sdnctl.Policy.parse("version 1\nbcast spine l1\n",
                                              topo), "not a spine")
     expect_error(lambda: sdnctl.Policy.parse("bcast spine s1\n", topo),

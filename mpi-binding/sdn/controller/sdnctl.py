@@ -307,11 +307,12 @@ def base_flows(topo):
             if sw == leaf:
                 act = "output:%d" % port
             else:
-                via = spines[i % len(spines)] if role == "leaf" else None
+                via = spines[i % len(spines)] \
+                    if role == "leaf" and spines else None
                 p = topo.path(sw, leaf, via=via)
                 act = "output:%d" % topo.links[(sw, p[1])]
             flows[sw].append("priority=10,dl_dst=%s,actions=%s" % (m, act))
-    tree = spines[0]
+    tree = spines[0] if spines else None   # one leaf: no spine at all
     bc = "dl_dst=01:00:00:00:00:00/01:00:00:00:00:00"
     for sw, (role, _) in topo.switches.items():
         if sw == tree:
@@ -336,7 +337,8 @@ def fallback_flows(topo, rank, host):
     value, mask = sdntag.dst_match(rank)
     mac, leaf, port = topo.hosts[host]
     spines = topo.spines()
-    via = spines[sorted(topo.hosts).index(host) % len(spines)]
+    via = spines[sorted(topo.hosts).index(host) % len(spines)] \
+        if spines else None
     flows = {}
     for sw, (role, _) in topo.switches.items():
         if sw == leaf:
