@@ -45,7 +45,7 @@ cleanup() {
 	for l in l1s1 l1s2 l2s1 l2s2 mg; do ip link del "$P$l" 2>/dev/null; done
 	sleep 0.2
 	umount "$T/bpffs" 2>/dev/null
-	rm -rf "$T"
+	[ -n "${SDN_E2E_KEEP:-}" ] && echo "kept $T" || rm -rf "$T"
 }
 trap cleanup EXIT
 fail() {
@@ -189,7 +189,7 @@ timeout -k 5 60 "$MPIRUN" --bind-to none -n 4 --mca plm_rsh_agent "$T/agent.sh" 
 	--host "$P-h0,$P-h1,$P-h2,$P-h3" --mca pml cm --mca mtl mrail \
 	--mca oob_tcp_if_include "$NET.0/24" "${MPI_SDN[@]}" \
 	-x MRAIL_RAILS=eth0 -x MRAIL_SDN_CONTROLLER="$CTL" -x MRAIL_SDN_SYNC=1 \
-	"$PROG" $ITERS $BYTES >"$T/mpi.out" 2>"$T/mpi.err" </dev/null
+	"$PROG" $ITERS $BYTES 700 >"$T/mpi.out" 2>"$T/mpi.err" </dev/null
 RC=$?
 kill $SAMPLER
 [ $RC -eq 0 ] || fail "mpirun exit status $RC"

@@ -3,13 +3,15 @@
  * iterations, then (seed 001) Allreduce iterations, with results checked.
  * Prints each phase's wall-clock start and end (rank 0) so the test can
  * match switch counters and captures to phases.
- * usage: sdn_listing1 [ITERS [BYTES]]
+ * usage: sdn_listing1 [ITERS [BYTES [PAUSE_MS]]]: PAUSE_MS of silence between
+ * phases, so counters sampled now and then still separate them.
  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void stamp(int rank, const char *what)
 {
@@ -43,6 +45,7 @@ int main(int argc, char **argv)
 {
 	int iters = argc > 1 ? atoi(argv[1]) : 50;
 	int n = (argc > 2 ? atoi(argv[2]) : 1 << 18) / (int)sizeof(int);
+	int pause_ms = argc > 3 ? atoi(argv[3]) : 0;
 	int rank, size;
 	int *buf, *out;
 
@@ -71,6 +74,8 @@ int main(int argc, char **argv)
 	stamp(rank, "bcast-end");
 	report(rank, "bcast", first, rest, iters);
 	first = rest = 0;
+	usleep((useconds_t)pause_ms * 1000);
+	MPI_Barrier(MPI_COMM_WORLD);
 	stamp(rank, "reduce-start");
 	for (int it = 0; it < iters; it++) {
 		for (int i = 0; i < n; i++)
@@ -86,6 +91,8 @@ int main(int argc, char **argv)
 	stamp(rank, "reduce-end");
 	report(rank, "reduce", first, rest, iters);
 	first = rest = 0;
+	usleep((useconds_t)pause_ms * 1000);
+	MPI_Barrier(MPI_COMM_WORLD);
 	stamp(rank, "allreduce-start");
 	for (int it = 0; it < iters; it++) {
 		for (int i = 0; i < n; i++)
