@@ -141,14 +141,22 @@ static void ctl_off(const char *why)
 /* Connect and say HELLO once per process; called under ctl_lock. */
 static int ctl_up(void)
 {
-	char err[256], host[128], rails[1024];
+	char err[256], host[128], rails[4096];
 	const char *env;
 	int rc;
 
 	if (ctl_state)
 		return ctl_state > 0;
 	env = getenv("MRAIL_SDN_SYNC");
-	ctl_sync = sdn_sync >= 0 ? sdn_sync : (env && atoi(env) > 0);
+	if (sdn_sync >= 0) {
+		ctl_sync = sdn_sync > 0;
+	} else if (env && strcmp(env, "0") != 0 && strcmp(env, "1") != 0) {
+		opal_output(0, "coll sdn: MRAIL_SDN_SYNC='%s' is not 0 or 1; "
+			    "not waiting for the controller", env);
+		ctl_sync = 0;
+	} else {
+		ctl_sync = env && env[0] == '1';
+	}
 	snprintf(job, sizeof(job), "%lu",
 		 (unsigned long)OPAL_PROC_MY_NAME.jobid);
 	if (gethostname(host, sizeof(host)) != 0)
@@ -163,8 +171,11 @@ static int ctl_up(void)
 		ctl_off(err);
 		return 0;
 	}
-	if (mrail_sdn_ctrl_local_rails(rails, sizeof(rails)) || !rails[0]) {
-		ctl_off("no IPv4 interface to announce");
+	rc = mrail_sdn_ctrl_local_rails(rails, sizeof(rails));
+	if (rc || !rails[0]) {
+		snprintf(err, sizeof(err), "this host's interfaces: %s",
+			 rc ? strerror(-rc) : "none up with an IPv4 address");
+		ctl_off(err);
 		return 0;
 	}
 	rc = mrail_sdn_ctrl_hello(ctl, job,
