@@ -27,7 +27,6 @@ static const char *const known_vars[] = {
 	"MRAIL_OFI_PROVIDER", "MRAIL_OFI_DOMAINS", /* drivers/ofi */
 	"MRAIL_INBAND_SAMPLING", "MRAIL_THREAD_LEVEL",
 	"MRAIL_OFFLOAD_CORES", "MRAIL_OFFLOAD_FORCE", /* libmrail/offload */
-	"MRAIL_SDN_CONTROLLER", "MRAIL_SDN_SYNC", /* mpi-binding/sdn/coll */
 	/* set by mrail-run for the bootstrap */
 	"MRAIL_RANK", "MRAIL_SIZE", "MRAIL_LOCAL_RANK", "MRAIL_LOCAL_SIZE",
 	"MRAIL_KVS_ADDR", "MRAIL_BOOTSTRAP_TIMEOUT", "MRAIL_JOB_ID",
