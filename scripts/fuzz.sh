@@ -16,7 +16,7 @@ seconds=${1:-60}
 build=${FUZZ_BUILD:-build-fuzz}
 work=${FUZZ_DIR:-$build/run}
 jobs=${FUZZ_JOBS:-1}
-all="wire address kvs_proto kvs_server profile hosts env tcp_frame fake_frame engine"
+all="wire address kvs_proto kvs_server profile hosts env tcp_frame fake_frame engine sdn"
 names=${FUZZ_ONLY:-$all}
 
 if ! command -v clang >/dev/null; then

@@ -177,6 +177,18 @@ int mrail_sdn_ctrl_connect(const char *hostport, int timeout_ms,
 	return 0;
 }
 
+int mrail_sdn_ctrl_adopt(int fd, int timeout_ms, struct mrail_sdn_ctrl **out)
+{
+	struct mrail_sdn_ctrl *c = calloc(1, sizeof(*c));
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	c->fd = fd;
+	c->timeout_ms = timeout_ms > 0 ? timeout_ms : 5000;
+	*out = c;
+	return 0;
+}
+
 void mrail_sdn_ctrl_close(struct mrail_sdn_ctrl *c)
 {
 	if (!c)

@@ -35,6 +35,9 @@ struct mrail_sdn_pair {
 int mrail_sdn_ctrl_connect(const char *hostport, int timeout_ms,
 			   struct mrail_sdn_ctrl **out, char *err,
 			   size_t errlen);
+/* A client over an already connected stream socket fd (taken over:
+ * closed by mrail_sdn_ctrl_close); for tests and the fuzzer. */
+int mrail_sdn_ctrl_adopt(int fd, int timeout_ms, struct mrail_sdn_ctrl **out);
 void mrail_sdn_ctrl_close(struct mrail_sdn_ctrl *c);
 /* The last error's message ("" when none). */
 const char *mrail_sdn_ctrl_error(const struct mrail_sdn_ctrl *c);
