@@ -148,6 +148,8 @@ void request_fail(struct mrail_engine *e, struct mrail_request *r, int error)
 
 static void request_memory_free(struct mrail_request *r)
 {
+	free(r->ranges);
+	r->ranges = NULL;
 	if (r->iov != &r->iov1)
 		free(r->iov);
 	if (!(r->flags & REQF_STORAGE))
