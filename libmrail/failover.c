@@ -268,6 +268,13 @@ int failover_rail_fail(struct mrail_engine *e, struct rail *r,
 			   g->nrails);
 		rdv_replan_rail(e, g, r);
 	} else {
+		/* The peer may have seen this connection up and sent on it:
+		 * it learns we took nothing (RAIL_DOWN below) and replays.
+		 * We sent nothing numbered on it: nothing to wait for. */
+		r->down_told = r->down_heard = 0;
+		tell_down(e, g);
+		r->down_heard = 1;
+		r->settled = 1;
 		r->backoff = r->backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX
 			     : r->backoff * 2 < BACKOFF_MIN ? BACKOFF_MIN
 							     : r->backoff * 2;
@@ -386,7 +393,6 @@ void failover_takeover(struct mrail_engine *e, struct rail *old,
 	 * since requests may still point at it (rma fin_rail). */
 	struct mrail_rail_stats st = old->stats;
 	r->stats = st;
-	r->epoch = old->epoch;
 	r->down_since = old->down_since;
 	r->reconnecting = 1;
 	old->state = RAIL_CLOSED;
@@ -397,14 +403,13 @@ void failover_rail_up(struct mrail_engine *e, struct rail *r)
 {
 	struct gate *g = r->gate;
 	double now = mrail_now();
-	r->epoch++;
 	r->up_since = now;
 	r->tx_last_move = now;
 	r->fail_pending = 0;
 	if (r->reconnecting) {
 		r->stats.reconnects++;
 		r->stats.down_seconds += now - r->down_since;
-		mrail_warn("%s: rail %u (%s %s <-> %s) up again after %.1f s",
+		mrail_info("%s: rail %u (%s %s <-> %s) up again after %.1f s",
 			   g->name, r->index, r->stats.driver, r->stats.local,
 			   r->stats.remote, now - r->down_since);
 	}
@@ -424,6 +429,8 @@ static void reconnect(struct mrail_engine *e, struct gate *g, struct rail *r)
 
 	r->tx_pseq = r->rx_pseq = r->ack_sent = r->peer_acked = 0;
 	r->bye_in = r->bye_out = 0;
+	r->epoch = (r->epoch + 1) & 0xffff; /* in the HELLO */
+	r->down_told = r->down_heard = r->settled = 0;
 	r->rx_nkeys = 0;
 	r->state = RAIL_CONNECTING;
 	r->reconnecting = 1;

@@ -49,6 +49,7 @@ int handshake_send_hello(struct mrail_engine *e, struct rail *r)
 	h.version = MRAIL_WIRE_VERSION;
 	h.rail_index = (uint16_t)r->index;
 	h.nrails = (uint16_t)r->gate->nrails;
+	h.epoch = (uint16_t)r->epoch; /* which connection of the rail (v5) */
 	h.src_uuid = e->uuid;
 	h.dst_uuid = r->gate->uuid;
 	int rc = mrail_auth_random(h.nonce, sizeof h.nonce);
@@ -220,6 +221,7 @@ void handshake_on_frame(struct mrail_engine *e, struct rail *r,
 		r->peer_uuid = rec.u.hello.src_uuid;
 		r->index = rec.u.hello.rail_index;
 		r->hello_nrails = rec.u.hello.nrails;
+		r->epoch = rec.u.hello.epoch;
 		r->authenticated = 1;
 		memcpy(r->hello_nonce, rec.u.hello.nonce, sizeof r->hello_nonce);
 		for (uint32_t i = 0; i < e->ngates; i++)

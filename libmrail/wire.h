@@ -129,7 +129,8 @@ struct mrail_wire_hello {
 	uint16_t version;
 	uint16_t rail_index;
 	uint16_t nrails;
-	uint16_t reserved;
+	uint16_t epoch; /* v5: 0 for a rail's first connection, + 1 for each
+	                   reconnection (failover) */
 	uint64_t src_uuid;
 	uint64_t dst_uuid;
 	uint8_t nonce[MRAIL_AUTH_NONCE_BYTES];

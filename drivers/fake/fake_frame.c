@@ -164,7 +164,9 @@ static int write_frame(struct mrail_drv_ep *ep, struct fake_send *rec)
 	ssize_t n;
 
 	if (faulty && drv->par.drop_after >= 0 &&
-	    drv->frames_posted_faulty >= (uint64_t)drv->par.drop_after) {
+	    drv->frames_posted_faulty >= (uint64_t)drv->par.drop_after &&
+	    (drv->par.faults < 0 ||
+	     drv->cnt.errors_injected < (uint64_t)drv->par.faults)) {
 		ep->drop_injected = true;
 		drv->cnt.errors_injected++;
 		fake_ep_need_attention(ep);

@@ -83,6 +83,7 @@ struct fake_params {
 	int64_t fail_rma_after;     /* -1 = never */
 	int64_t drop_after;         /* -1 = never */
 	int fail_rail;              /* -1 = every rail */
+	int64_t faults;             /* at most this many faults; -1 = no cap */
 };
 
 /* Parse "key=value,..."; logs and returns MRAIL_ERR_CONFIG naming the key
