@@ -158,6 +158,7 @@ static int alldown(mrail_engine_t *e, uint32_t me)
 	enum { N = 8 };
 	static uint8_t sb[N][1 << 16], rb[N][1 << 16];
 	mrail_request_t *rq[2 * N];
+	int left = 2 * N, failed = 0;
 	double timeout = 1.0;
 	const char *t = getenv("MRAIL_RAIL_TIMEOUT");
 	if (t)
@@ -171,13 +172,14 @@ static int alldown(mrail_engine_t *e, uint32_t me)
 		if (rc != MRAIL_OK) {
 			CHECK_EQ(rc, MRAIL_ERR_PEER);
 			rq[N + k] = NULL;
+			left--;
+			failed++;
 		}
 	}
 	/* The rails die at the first frames: everything must end in error
 	 * (or, for what got through first, OK) within the timeout plus
 	 * generous slack for this loaded machine; never hang. */
 	double start = mrail_now(), limit = start + timeout + 30;
-	int left = 2 * N, failed = 0;
 	while (left > 0 && mrail_now() < limit) {
 		for (int k = 0; k < 2 * N; k++) {
 			mrail_status_t st;
