@@ -13,6 +13,7 @@
  *                          peer's requests fail (MRAIL_ERR_PEER) within
  *                          MRAIL_RAIL_TIMEOUT plus a margin; no hang, the
  *                          process lives and the engine is destroyed.
+ *   test_failover stream   Big two-way stream for netlab (see stream()).
  */
 #include "harness.h"
 
@@ -205,17 +206,149 @@ static int alldown(mrail_engine_t *e, uint32_t me)
 	return 0;
 }
 
+static double wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Cheap content for big streams: word i of message m. */
+static void words_fill(uint64_t *w, size_t n, uint64_t m)
+{
+	for (size_t i = 0; i < n; i++)
+		w[i] = (m << 40) ^ (i * 0x9E3779B97F4A7C15ULL);
+}
+
+static size_t words_check(const uint64_t *w, size_t n, uint64_t m)
+{
+	for (size_t i = 0; i < n; i++)
+		if (w[i] != ((m << 40) ^ (i * 0x9E3779B97F4A7C15ULL)))
+			return i;
+	return n;
+}
+
+/*
+ * netlab (tests/multirail/netlab_failover.sh): TEST_STREAM_MIB MiB each
+ * way in 16 MiB messages, 4 in flight per way, every one checked; the
+ * script takes rail TEST_FAIL_RAIL down (or kills its connection) in the
+ * middle. Then every rail must be up again and the failed one must carry
+ * payload; the time it came back is printed for the script.
+ */
+static int stream(mrail_engine_t *e, uint32_t me)
+{
+	uint32_t peer = 1 - me;
+	const size_t len = 16u << 20, nw = len / 8;
+	const char *mib = getenv("TEST_STREAM_MIB");
+	const char *fr = getenv("TEST_FAIL_RAIL");
+	int total = (mib ? atoi(mib) : 1024) / 16, fail_rail = fr ? atoi(fr) : 1;
+	int nrails = mrail_rail_count(e, peer);
+	enum { DEPTH = 4 };
+	uint64_t *sb[DEPTH], *rb[DEPTH];
+	mrail_request_t *sr[DEPTH] = {0}, *rr[DEPTH] = {0};
+	struct mrail_rail_stats st;
+	struct mrail_rail_info info;
+
+	CHECK(nrails > fail_rail);
+	for (int i = 0; i < DEPTH; i++) {
+		CHECK(sb[i] = malloc(len));
+		CHECK(rb[i] = malloc(len));
+	}
+	test_barrier(e);
+	printf("rank %u: streaming %d x 16 MiB each way on %d rails\n", me,
+	       total, nrails);
+	double t0 = mrail_now(), back_at = 0;
+	int seen_down = 0;
+	for (int m = 0; m < total + DEPTH; m++) {
+		int k = m % DEPTH;
+		/* When the rail comes back (to one message's time). */
+		CHECK_RC(mrail_rail_info(e, peer, fail_rail, &info));
+		CHECK_RC(mrail_rail_stats(e, peer, fail_rail, &st));
+		seen_down |= !info.up;
+		if (info.up && (seen_down || st.reconnects > 0) && back_at == 0)
+			back_at = wall_now();
+		if (m >= DEPTH) { /* message m - DEPTH done: check it */
+			mrail_status_t s1, s2;
+			CHECK_RC(mrail_wait(e, rr[k], &s1));
+			CHECK_RC(mrail_wait(e, sr[k], &s2));
+			CHECK_EQ(s1.error, MRAIL_OK);
+			CHECK_EQ(s2.error, MRAIL_OK);
+			CHECK_EQ(s1.length, len);
+			size_t bad = words_check(rb[k], nw, (uint64_t)(m - DEPTH) * 2 + peer);
+			if (bad != nw) {
+				fprintf(stderr, "rank %u: message %d word %zu wrong\n",
+					me, m - DEPTH, bad);
+				exit(1);
+			}
+		}
+		if (m >= total)
+			continue;
+		CHECK_RC(mrail_irecv(e, peer, rb[k], len, 11, MRAIL_TAG_MASK_ALL,
+				     &rr[k]));
+		words_fill(sb[k], nw, (uint64_t)m * 2 + me);
+		CHECK_RC(mrail_isend(e, peer, sb[k], len, 11, &sr[k]));
+	}
+	double t1 = mrail_now();
+	CHECK_RC(mrail_rail_stats(e, peer, fail_rail, &st));
+	printf("rank %u: %d MiB each way in %.2f s, checksums ok; rail %d: "
+	       "failures %llu reconnects %llu retx %llu B down %.2f s\n", me,
+	       total * 16, t1 - t0, fail_rail,
+	       (unsigned long long)st.failures,
+	       (unsigned long long)st.reconnects,
+	       (unsigned long long)st.retx_bytes, st.down_seconds);
+	if (getenv("TEST_EXPECT_FAILOVER"))
+		CHECK(st.failures >= 1);
+	/* Back up (the script brings the link up meanwhile), then used. */
+	double until = mrail_now() + 30;
+	int up = 0;
+	while (!up && mrail_now() < until) {
+		CHECK_RC(mrail_rail_info(e, peer, fail_rail, &info));
+		up = info.up;
+		if (!up)
+			mrail_progress(e);
+	}
+	CHECK(up);
+	if (back_at == 0)
+		back_at = wall_now();
+	printf("rank %u: rail %d up at %.3f\n", me, fail_rail, back_at);
+	test_barrier(e);
+	CHECK_RC(mrail_rail_stats(e, peer, fail_rail, &st));
+	uint64_t before = st.tx_bytes + st.rx_bytes;
+	for (int m = 0; m < DEPTH; m++) {
+		CHECK_RC(mrail_irecv(e, peer, rb[m], len, 12, MRAIL_TAG_MASK_ALL,
+				     &rr[m]));
+		CHECK_RC(mrail_isend(e, peer, sb[m], len, 12, &sr[m]));
+	}
+	for (int m = 0; m < DEPTH; m++) {
+		CHECK_RC(mrail_wait(e, rr[m], NULL));
+		CHECK_RC(mrail_wait(e, sr[m], NULL));
+	}
+	CHECK_RC(mrail_rail_stats(e, peer, fail_rail, &st));
+	CHECK(st.tx_bytes + st.rx_bytes > before);
+	printf("rank %u: rail %d carries payload again (%llu bytes)\n", me,
+	       fail_rail, (unsigned long long)(st.tx_bytes + st.rx_bytes - before));
+	test_barrier(e);
+	for (int i = 0; i < DEPTH; i++) {
+		free(sb[i]);
+		free(rb[i]);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
-	if (argc != 2 || (strcmp(argv[1], "survive") && strcmp(argv[1], "alldown"))) {
-		fprintf(stderr, "usage: %s survive|alldown\n", argv[0]);
+	if (argc != 2 || (strcmp(argv[1], "survive") && strcmp(argv[1], "alldown") &&
+			  strcmp(argv[1], "stream"))) {
+		fprintf(stderr, "usage: %s survive|alldown|stream\n", argv[0]);
 		return 2;
 	}
 	mrail_engine_t *e = test_engine();
 	CHECK_EQ(mrail_size(e), 2);
 	uint32_t me = mrail_rank(e);
-	int rc = !strcmp(argv[1], "survive") ? survive(e, me) : alldown(e, me);
+	int rc = !strcmp(argv[1], "survive") ? survive(e, me)
+		 : !strcmp(argv[1], "alldown") ? alldown(e, me)
+					       : stream(e, me);
 	CHECK_RC(mrail_engine_destroy(e));
 	return rc;
 }
