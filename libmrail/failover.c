@@ -213,6 +213,7 @@ static void tell_down(struct mrail_engine *e, struct gate *g)
 						    d->epoch, d->rx_pseq);
 		if (rail_post_packet(e, s, op)) {
 			packet_put(e, op);
+			failover_op_failed(s); /* resent when s fails */
 			continue;
 		}
 		d->down_told = (int)s->index + 1;

@@ -210,11 +210,11 @@ static void on_bye(struct mrail_engine *e, struct rail *r)
 	int all = 1;
 	r->bye_in = 1;
 	/* A rail that said BYE may already be closed (its connection ended
-	 * after the BYE, seen before the other rails' BYEs). */
+	 * after the BYE, seen before the other rails' BYEs); one that is
+	 * not up (failed, reconnecting: failover.c) gets no BYE. */
 	for (unsigned i = 0; i < g->nrails; i++)
 		if (g->rails[i] && !g->rails[i]->bye_in &&
-		    g->rails[i]->state != RAIL_CLOSED &&
-		    g->rails[i]->state != RAIL_DOWN)
+		    g->rails[i]->state == RAIL_UP)
 			all = 0;
 	if (all) {
 		g->bye_received = 1;
