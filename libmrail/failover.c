@@ -188,37 +188,65 @@ static void settled(struct mrail_engine *e, struct gate *g, struct rail *d)
 	d->settled = 1;
 	mrail_debug("%s: rail %u failure settled with the peer", g->name,
 		    d->index);
+	if (g->rails[d->index] != d) { /* an earlier connection: done */
+		d->state = RAIL_CLOSED;
+		return;
+	}
 	if (is_connector(e, g)) {
 		d->backoff = BACKOFF_MIN;
 		d->retry_at = mrail_now();
 	}
 }
 
-/* RAIL_DOWN for every failed rail the peer has not heard about yet. */
+static void tell_one(struct mrail_engine *e, struct gate *g, struct rail *d)
+{
+	if (d->state != RAIL_DOWN || d->down_heard)
+		return;
+	/* Resent when the rail that carried it failed in turn. */
+	if (d->down_told && g->rails[d->down_told - 1] &&
+	    g->rails[d->down_told - 1]->state == RAIL_UP)
+		return;
+	struct rail *s = failover_survivor(g, NULL);
+	struct send_op *op;
+	if (!s || !(op = packet_get(e)))
+		return;
+	op->len += mrail_wire_put_rail_down(op->buf + op->len, d->index,
+					    d->epoch, d->rx_pseq);
+	if (rail_post_packet(e, s, op)) {
+		packet_put(e, op);
+		failover_op_failed(s); /* resent when s fails */
+		return;
+	}
+	d->down_told = (int)s->index + 1;
+	settled(e, g, d);
+}
+
+/* RAIL_DOWN for every failed connection the peer has not heard about
+ * yet: rails down, and earlier connections of reconnected rails. */
 static void tell_down(struct mrail_engine *e, struct gate *g)
 {
-	for (unsigned i = 0; i < g->nrails; i++) {
-		struct rail *d = g->rails[i];
-		if (!d || d->state != RAIL_DOWN || d->down_heard)
-			continue;
-		/* Resent when the rail that carried it failed in turn. */
-		if (d->down_told && g->rails[d->down_told - 1] &&
-		    g->rails[d->down_told - 1]->state == RAIL_UP)
-			continue;
-		struct rail *s = failover_survivor(g, NULL);
-		struct send_op *op;
-		if (!s || !(op = packet_get(e)))
-			return;
-		op->len += mrail_wire_put_rail_down(op->buf + op->len, d->index,
-						    d->epoch, d->rx_pseq);
-		if (rail_post_packet(e, s, op)) {
-			packet_put(e, op);
-			failover_op_failed(s); /* resent when s fails */
-			continue;
-		}
-		d->down_told = (int)s->index + 1;
-		settled(e, g, d);
+	struct mrail_list *pos, *tmp;
+	for (unsigned i = 0; i < g->nrails; i++)
+		if (g->rails[i])
+			tell_one(e, g, g->rails[i]);
+	mrail_list_foreach_safe(pos, tmp, &g->dead_rails)
+		tell_one(e, g, mrail_list_entry(pos, struct rail, link));
+}
+
+/* The failed connection a RAIL_DOWN names, if we still track it. */
+static struct rail *down_target(struct gate *g, uint32_t index,
+				uint32_t epoch)
+{
+	struct mrail_list *pos;
+	if (g->rails[index] && g->rails[index]->epoch == epoch)
+		return g->rails[index];
+	for (pos = g->dead_rails.next; pos != &g->dead_rails; pos = pos->next) {
+		struct rail *d = mrail_list_entry(pos, struct rail, link);
+		if (d->index == index && d->epoch == epoch &&
+		    d->state == RAIL_DOWN)
+			return d;
 	}
+	return NULL;
 }
 
 int failover_op_failed(struct rail *r)
@@ -267,7 +295,7 @@ int failover_rail_fail(struct mrail_engine *e, struct rail *r,
 			   "rail(s) up", g->name, r->index, r->stats.driver,
 			   r->stats.local, r->stats.remote, why, g->rails_up,
 			   g->nrails);
-		rdv_replan_rail(e, g, r);
+		rdv_replan(e, g);
 	} else {
 		/* The peer may have seen this connection up and sent on it:
 		 * it learns we took nothing (RAIL_DOWN below) and replays.
@@ -335,7 +363,7 @@ static void replay_packet(struct mrail_engine *e, struct gate *g,
 		packet_put(e, op);
 		return;
 	}
-	dead->stats.retx_bytes += op->len;
+	g->rails[dead->index]->stats.retx_bytes += op->len;
 	if (rail_post_packet(e, via, op)) {
 		packet_put(e, op);
 		failover_op_failed(via);
@@ -347,14 +375,17 @@ int failover_on_rail_down(struct mrail_engine *e, struct rail *via,
 			  const char **why)
 {
 	struct gate *g = via->gate;
-	if (m->rail >= g->nrails || !g->rails[m->rail] ||
-	    g->rails[m->rail] == via) {
-		*why = "rail-down notice for no rail or for its own rail";
+	if (m->rail >= g->nrails || !g->rails[m->rail]) {
+		*why = "rail-down notice for no rail";
 		return MRAIL_ERR_PROTO;
 	}
-	struct rail *d = g->rails[m->rail];
-	if (m->epoch != d->epoch || d->down_heard)
-		return MRAIL_OK; /* about an earlier connection, or again */
+	struct rail *d = down_target(g, m->rail, m->epoch);
+	if (d == via) {
+		*why = "rail-down notice for the connection it travels on";
+		return MRAIL_ERR_PROTO;
+	}
+	if (!d || d->down_heard)
+		return MRAIL_OK; /* about a connection settled, or again */
 	if (d->state == RAIL_UP &&
 	    !failover_rail_fail(e, d, "the peer found it failed"))
 		return MRAIL_OK;
@@ -383,7 +414,11 @@ int failover_on_rail_down(struct mrail_engine *e, struct rail *via,
 
 int failover_may_replace(const struct rail *old)
 {
-	return old->state == RAIL_DOWN && old->settled && old->gate && old->gate->state == GATE_UP;
+	/* With every rail down, the failure is settled on the new
+	 * connection (the old one is kept meanwhile). */
+	return old->state == RAIL_DOWN && old->gate &&
+	       old->gate->state == GATE_UP &&
+	       (old->settled || old->gate->rails_up == 0);
 }
 
 void failover_takeover(struct mrail_engine *e, struct rail *old,
@@ -396,7 +431,8 @@ void failover_takeover(struct mrail_engine *e, struct rail *old,
 	r->stats = st;
 	r->down_since = old->down_since;
 	r->reconnecting = 1;
-	old->state = RAIL_CLOSED;
+	if (old->settled)
+		old->state = RAIL_CLOSED;
 	mrail_list_append(&old->gate->dead_rails, &old->link);
 }
 
@@ -418,7 +454,44 @@ void failover_rail_up(struct mrail_engine *e, struct rail *r)
 	r->down_told = r->down_heard = r->settled = 0;
 	r->retry_at = r->backoff = 0;
 	g->all_down_since = 0;
-	(void)e;
+	if (g->state == GATE_UP && g->rails_up == 1) {
+		/* Back from every rail down: settle what failed, ask again
+		 * for what was lost, here. */
+		tell_down(e, g);
+		rdv_replan(e, g);
+	}
+}
+
+/* Keep a connection whose failure is not settled (no rail was up to
+ * tell the peer) while the rail reconnects. */
+static int keep_unsettled(struct gate *g, struct rail *r)
+{
+	struct rail *gh = calloc(1, sizeof *gh);
+	if (!gh)
+		return MRAIL_ERR_NOMEM;
+	mrail_list_init(&gh->link);
+	mrail_list_init(&gh->posted);
+	mrail_list_init(&gh->retained);
+	gh->engine = r->engine;
+	gh->gate = g;
+	gh->index = r->index;
+	gh->local = r->local;
+	gh->state = RAIL_DOWN;
+	gh->epoch = r->epoch;
+	gh->rx_pseq = r->rx_pseq;
+	gh->tx_pseq = r->tx_pseq;
+	gh->peer_acked = r->peer_acked;
+	gh->down_told = r->down_told;
+	gh->down_heard = r->down_heard;
+	gh->stats = r->stats;
+	while (!mrail_list_empty(&r->retained)) {
+		struct send_op *op =
+			mrail_list_first(&r->retained, struct send_op, rlink);
+		mrail_list_remove(&op->rlink);
+		mrail_list_append(&gh->retained, &op->rlink);
+	}
+	mrail_list_append(&g->dead_rails, &gh->link);
+	return MRAIL_OK;
 }
 
 static void reconnect(struct mrail_engine *e, struct gate *g, struct rail *r)
@@ -428,6 +501,8 @@ static void reconnect(struct mrail_engine *e, struct gate *g, struct rail *r)
 	double t = e->rail_timeout < e->cfg.connect_timeout
 			   ? e->rail_timeout : e->cfg.connect_timeout;
 
+	if (!r->settled && keep_unsettled(g, r) != MRAIL_OK)
+		return;
 	r->tx_pseq = r->rx_pseq = r->ack_sent = r->peer_acked = 0;
 	r->bye_in = r->bye_out = 0;
 	r->epoch = (r->epoch + 1) & 0xffff; /* in the HELLO */
@@ -476,7 +551,11 @@ static void tick_gate(struct mrail_engine *e, struct gate *g, double now)
 				failover_rail_fail(e, r, "handshake timed out");
 			break;
 		case RAIL_DOWN:
-			if (r->settled && is_connector(e, g) && r->retry_at > 0 &&
+			/* Settled; or every rail down: nothing to settle on,
+			 * the new connection will carry it. */
+			if (is_connector(e, g) &&
+			    ((r->settled && r->retry_at > 0) ||
+			     (!r->settled && g->rails_up == 0)) &&
 			    now >= r->retry_at)
 				reconnect(e, g, r);
 			break;

@@ -72,10 +72,11 @@ enum rdv_range_kind { RANGE_TWO_SIDED, RANGE_GET, RANGE_PUT };
 struct rdv_range {
 	uint64_t off, len, got;
 	unsigned rail;
+	uint32_t epoch;           /* of the rail's connection asked on */
 	enum rdv_range_kind kind;
 };
 
-int rdv_range_add(struct mrail_request *r, unsigned rail,
+int rdv_range_add(struct mrail_request *r, const struct rail *rail,
 		  enum rdv_range_kind kind, uint64_t off, uint64_t len);
 /* A DATA frame of [off, off+len) starts: the range it continues, or NULL. */
 struct rdv_range *rdv_range_for_data(struct mrail_request *r, uint64_t off,
@@ -84,9 +85,10 @@ struct rdv_range *rdv_range_for_put(struct mrail_request *r, uint64_t off,
 				    uint64_t len);
 void rdv_range_got_get(struct mrail_request *r, unsigned rail, uint64_t off,
 		       uint64_t len);
-/* Ranges of receives on failed rail `dead` that did not all arrive are
- * asked again on the gate's rails that are up. */
-void rdv_replan_rail(struct mrail_engine *e, struct gate *g, struct rail *dead);
+/* Ranges of receives asked on a connection that is gone (its rail down,
+ * or reconnected since) and that did not all arrive are asked again on
+ * the gate's rails that are up. */
+void rdv_replan(struct mrail_engine *e, struct gate *g);
 void rdv_on_done(struct mrail_engine *e, struct rail *rail,
 		 const struct mrail_wire_rdv_done *d);
 

@@ -12,7 +12,7 @@
 
 #include <stdlib.h>
 
-int rdv_range_add(struct mrail_request *r, unsigned rail,
+int rdv_range_add(struct mrail_request *r, const struct rail *rail,
 		  enum rdv_range_kind kind, uint64_t off, uint64_t len)
 {
 	if (r->nranges == r->ranges_cap) {
@@ -23,7 +23,8 @@ int rdv_range_add(struct mrail_request *r, unsigned rail,
 		r->ranges = n;
 		r->ranges_cap = cap;
 	}
-	r->ranges[r->nranges++] = (struct rdv_range){off, len, 0, rail, kind};
+	r->ranges[r->nranges++] =
+		(struct rdv_range){off, len, 0, rail->index, rail->epoch, kind};
 	return MRAIL_OK;
 }
 
@@ -87,7 +88,14 @@ static int add_rtr(struct mrail_engine *e, struct rail *s,
 	return MRAIL_OK;
 }
 
-void rdv_replan_rail(struct mrail_engine *e, struct gate *g, struct rail *dead)
+static int range_lost(const struct gate *g, const struct rdv_range *rg)
+{
+	const struct rail *r = g->rails[rg->rail];
+	return rg->got < rg->len &&
+	       (!r || r->state != RAIL_UP || r->epoch != rg->epoch);
+}
+
+void rdv_replan(struct mrail_engine *e, struct gate *g)
 {
 	struct send_op *ops[MRAIL_MAX_RAILS] = {0};
 	struct mrail_list *pos;
@@ -102,8 +110,9 @@ void rdv_replan_rail(struct mrail_engine *e, struct gate *g, struct rail *dead)
 			continue;
 		for (unsigned i = 0; i < r->nranges && rc == MRAIL_OK; i++) {
 			struct rdv_range *rg = &r->ranges[i];
-			if (rg->rail != dead->index || rg->got >= rg->len)
+			if (!range_lost(g, rg))
 				continue;
+			struct rail *dead = g->rails[rg->rail];
 			struct rail *s = failover_survivor(g, NULL);
 			if (!s)
 				return; /* every rail down: the gate times out */
@@ -118,9 +127,10 @@ void rdv_replan_rail(struct mrail_engine *e, struct gate *g, struct rail *dead)
 				if (r->rma)
 					r->rma->read_bytes -= rg->got;
 			}
-			*rg = (struct rdv_range){off, len, 0, s->index,
+			*rg = (struct rdv_range){off, len, 0, s->index, s->epoch,
 						 RANGE_TWO_SIDED};
-			dead->stats.retx_bytes += len;
+			if (dead)
+				dead->stats.retx_bytes += len;
 			rc = add_rtr(e, s, &ops[s->index], r, off, len);
 		}
 	}

@@ -204,6 +204,7 @@ void gate_free(struct mrail_engine *e, struct gate *g)
 	mrail_list_foreach_safe(pos, tmp, &g->dead_rails) {
 		struct rail *r = mrail_list_entry(pos, struct rail, link);
 		mrail_list_remove(pos);
+		failover_rail_release(e, r);
 		mrail_model_free(r->model);
 		free(r);
 	}

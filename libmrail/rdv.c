@@ -49,7 +49,7 @@ static int post_rtrs(struct mrail_engine *e, struct gate *g,
 			if (chunks[i].rail != v)
 				continue;
 			if (get) {
-				int rc = rdv_range_add(r, rail->index, RANGE_GET,
+				int rc = rdv_range_add(r, rail, RANGE_GET,
 						       chunks[i].offset,
 						       chunks[i].length);
 				if (!rc)
@@ -83,7 +83,7 @@ static int post_rtrs(struct mrail_engine *e, struct gate *g,
 			}
 			if (chunks[i].length > 0) {
 				int rc = rdv_range_add(
-					r, rail->index,
+					r, rail,
 					put ? RANGE_PUT : RANGE_TWO_SIDED,
 					chunks[i].offset, chunks[i].length);
 				if (rc) {
