@@ -202,9 +202,9 @@ static void tell_one(struct mrail_engine *e, struct gate *g, struct rail *d)
 {
 	if (d->state != RAIL_DOWN || d->down_heard)
 		return;
-	/* Resent when the rail that carried it failed in turn. */
-	if (d->down_told && g->rails[d->down_told - 1] &&
-	    g->rails[d->down_told - 1]->state == RAIL_UP)
+	/* Resent when the connection that carried it failed in turn. */
+	const struct rail *c = d->down_told ? g->rails[d->down_told - 1] : NULL;
+	if (c && c->state == RAIL_UP && c->epoch == d->down_told_epoch)
 		return;
 	struct rail *s = failover_survivor(g, NULL);
 	struct send_op *op;
@@ -218,6 +218,7 @@ static void tell_one(struct mrail_engine *e, struct gate *g, struct rail *d)
 		return;
 	}
 	d->down_told = (int)s->index + 1;
+	d->down_told_epoch = s->epoch;
 	settled(e, g, d);
 }
 
@@ -302,8 +303,7 @@ int failover_rail_fail(struct mrail_engine *e, struct rail *r,
 		 * We sent nothing numbered on it: nothing to wait for. */
 		r->down_told = r->down_heard = 0;
 		tell_down(e, g);
-		r->down_heard = 1;
-		r->settled = 1;
+		r->settled = 1; /* told later if no rail was up (reconnect) */
 		r->backoff = r->backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX
 			     : r->backoff * 2 < BACKOFF_MIN ? BACKOFF_MIN
 							     : r->backoff * 2;
@@ -414,11 +414,10 @@ int failover_on_rail_down(struct mrail_engine *e, struct rail *via,
 
 int failover_may_replace(const struct rail *old)
 {
-	/* With every rail down, the failure is settled on the new
-	 * connection (the old one is kept meanwhile). */
+	/* A failure not settled yet is settled later, the old connection
+	 * kept meanwhile (failover_takeover): epochs tell them apart. */
 	return old->state == RAIL_DOWN && old->gate &&
-	       old->gate->state == GATE_UP &&
-	       (old->settled || old->gate->rails_up == 0);
+	       old->gate->state == GATE_UP;
 }
 
 void failover_takeover(struct mrail_engine *e, struct rail *old,
@@ -482,6 +481,7 @@ static int keep_unsettled(struct gate *g, struct rail *r)
 	gh->tx_pseq = r->tx_pseq;
 	gh->peer_acked = r->peer_acked;
 	gh->down_told = r->down_told;
+	gh->down_told_epoch = r->down_told_epoch;
 	gh->down_heard = r->down_heard;
 	gh->stats = r->stats;
 	while (!mrail_list_empty(&r->retained)) {
@@ -501,7 +501,7 @@ static void reconnect(struct mrail_engine *e, struct gate *g, struct rail *r)
 	double t = e->rail_timeout < e->cfg.connect_timeout
 			   ? e->rail_timeout : e->cfg.connect_timeout;
 
-	if (!r->settled && keep_unsettled(g, r) != MRAIL_OK)
+	if ((!r->settled || !r->down_told) && keep_unsettled(g, r) != MRAIL_OK)
 		return;
 	r->tx_pseq = r->rx_pseq = r->ack_sent = r->peer_acked = 0;
 	r->bye_in = r->bye_out = 0;

@@ -108,6 +108,7 @@ struct rail {
 	double down_since, up_since;
 	double retry_at, backoff; /* connecting side: next attempt */
 	int down_told;            /* RAIL_DOWN sent (on rail down_told - 1) */
+	uint32_t down_told_epoch; /* ... on that rail's connection number */
 	int down_heard;           /* the peer's RAIL_DOWN received */
 	int settled;              /* both: may reconnect */
 	int fail_pending;         /* a completion failed: fails at next tick */
