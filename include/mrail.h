@@ -463,6 +463,14 @@ struct mrail_rail_stats {
 	uint64_t rma_reads;      /* rendezvous chunks this host read from the
 	                            peer by RDMA on this rail */
 	uint64_t rma_writes;     /* chunks this host wrote to the peer by RDMA */
+	/* Failover (docs/failover.md). */
+	uint64_t failures;       /* times this rail went down */
+	uint64_t reconnects;     /* times it came back up after a failure */
+	uint64_t retx_bytes;     /* bytes moved again on other rails because
+	                            this rail failed: replayed packets and
+	                            re-requested payload */
+	double up_seconds;       /* time up (since first up) */
+	double down_seconds;     /* time down after a failure */
 };
 
 /* What a rail is: chosen at wire-up (loopback for processes of the same
@@ -485,6 +493,9 @@ struct mrail_rail_info {
 	double bandwidth;       /* model: bytes/s for large messages */
 	uint64_t threshold;     /* rendezvous threshold from the profile, 0 if
 	                           none */
+	char state[16];         /* "connecting", "up", "down" (failed, its
+	                           traffic moved to the other rails, being
+	                           reconnected), "closed" */
 };
 MRAIL_API int mrail_rail_info(mrail_engine_t *engine, mrail_peer_t peer,
 			      int rail, struct mrail_rail_info *info);

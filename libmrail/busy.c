@@ -293,4 +293,8 @@ void rail_read_stats(const struct rail *r, struct mrail_rail_stats *st)
 	if (r->tx_ops > 0)
 		st->tx_busy_seconds += now - r->tx_busy_since;
 	st->time_scale = r->time_scale;
+	if (r->state == RAIL_UP)
+		st->up_seconds += now - r->up_since;
+	else if (r->state == RAIL_DOWN || r->reconnecting)
+		st->down_seconds += now - r->down_since;
 }

@@ -215,6 +215,8 @@ int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 		return MRAIL_ERR_CONFIG;
 	}
 	e->rdv_protocol = cfg->rdv_protocol;
+	if ((rc = failover_init(e)))
+		return rc;
 	if (cfg->rail_hooks)
 		e->hooks = *cfg->rail_hooks;
 	e->hooks_ctx = cfg->rail_hooks_ctx;

@@ -47,6 +47,7 @@
 #include "libmrail/gate.h"
 #include "libmrail/recv.h"
 #include "libmrail/rdv.h"
+#include "libmrail/failover.h"
 #include "libmrail/offload/offload.h"
 
 #include <stdio.h>
@@ -118,6 +119,8 @@ struct mrail_engine {
 	int wake_fd;
 
 	uint64_t progress_calls;
+	double rail_timeout;           /* MRAIL_RAIL_TIMEOUT (failover.c) */
+	double failover_next_tick;
 
 	/* Layers above attach state to each connection (mrail_set_rail_hooks). */
 	struct mrail_rail_hooks hooks;

@@ -89,6 +89,7 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 	mrail_list_init(&g->rdv);
 	mrail_list_init(&g->ooo);
 	mrail_list_init(&g->parts);
+	mrail_list_init(&g->dead_rails);
 	g->id = e->ngates;
 	g->uuid = uuid;
 	g->self = uuid == e->uuid;
@@ -200,6 +201,13 @@ void gate_free(struct mrail_engine *e, struct gate *g)
 		mrail_model_free(g->rails[i]->model);
 		free(g->rails[i]);
 	}
+	mrail_list_foreach_safe(pos, tmp, &g->dead_rails) {
+		struct rail *r = mrail_list_entry(pos, struct rail, link);
+		mrail_list_remove(pos);
+		failover_rail_release(e, r);
+		mrail_model_free(r->model);
+		free(r);
+	}
 	mrail_list_foreach_safe(pos, tmp, &g->ooo) {
 		mrail_list_remove(pos);
 		unexpected_free(mrail_list_entry(pos, struct unexpected, link));
@@ -239,12 +247,16 @@ int gate_rail_info(struct mrail_engine *e, mrail_peer_t peer, int rail,
 		snprintf(info->remote_addr, sizeof info->remote_addr, "%s",
 			 r->stats.remote);
 		info->up = r->state == RAIL_UP;
+		snprintf(info->state, sizeof info->state, "%s",
+			 rail_state_name(r->state));
 		snprintf(info->model, sizeof info->model, "%s",
 			 r->model_source ? r->model_source : "default");
 		info->latency = r->latency;
 		info->bandwidth = r->bandwidth;
 		info->threshold = r->threshold;
 	}
+	else
+		snprintf(info->state, sizeof info->state, "connecting");
 	info->conn_type = p->conn_type;
 	info->speed_mbps = l->netif >= 0 ? e->netifs[l->netif].speed_mbps : 0;
 	return MRAIL_OK;

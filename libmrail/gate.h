@@ -52,6 +52,10 @@ struct gate {
 	size_t eager_max;          /* min over rails */
 	double deadline;           /* rails must be up before */
 	void *strategy_peer;       /* the strategy's per-peer state */
+	/* Failover (failover.c). */
+	double all_down_since;     /* every rail down since (0: not) */
+	unsigned replay_next;      /* rotates the rails failover uses */
+	struct mrail_list dead_rails; /* replaced rail objects (link) */
 };
 
 /* gate.c */

@@ -49,6 +49,7 @@ int handshake_send_hello(struct mrail_engine *e, struct rail *r)
 	h.version = MRAIL_WIRE_VERSION;
 	h.rail_index = (uint16_t)r->index;
 	h.nrails = (uint16_t)r->gate->nrails;
+	h.epoch = (uint16_t)r->epoch; /* which connection of the rail (v5) */
 	h.src_uuid = e->uuid;
 	h.dst_uuid = r->gate->uuid;
 	int rc = mrail_auth_random(h.nonce, sizeof h.nonce);
@@ -96,6 +97,7 @@ void rail_update_names(struct rail *r)
 void rail_up(struct mrail_engine *e, struct rail *r)
 {
 	struct gate *g;
+	int again = 0;
 
 	if (!r->gate) { /* accepted: bind to the gate the HELLO named */
 		g = NULL;
@@ -104,6 +106,10 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 				g = e->gates[i];
 		mrail_list_remove(&r->link);
 		r->gate = g;
+		/* A reconnection replaces the failed rail (failover.c). */
+		again = g->rails[r->index] != NULL;
+		if (again)
+			failover_takeover(e, g->rails[r->index], r);
 		g->rails[r->index] = r;
 		struct local_rail *l = &e->local[g->plan[r->index].local_ep];
 		if (l->di != r->local->di) {
@@ -116,7 +122,9 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 			return;
 		}
 		r->local = l;
-		if (g->state != GATE_CONNECTING || send_ack(e, r) != MRAIL_OK) {
+		if ((g->state != GATE_CONNECTING &&
+		     !(again && g->state == GATE_UP)) ||
+		    send_ack(e, r) != MRAIL_OK) {
 			rail_close(e, r);
 			gate_fail(e, g, MRAIL_ERR_PEER, "answering a HELLO failed");
 			return;
@@ -127,6 +135,7 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 	r->stats.up = 1;
 	rail_update_names(r);
 	g->rails_up++;
+	failover_rail_up(e, r);
 	rail_load_model(e, r);
 	hooks_rail_up(e, r);
 	/* One threshold per gate (a message's protocol is chosen before its
@@ -142,6 +151,8 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 		g->state = GATE_UP;
 		mrail_info("%s: %u rail(s) up", g->name, g->nrails);
 		gate_schedule(e, g);
+	} else if (g->state == GATE_UP) {
+		gate_schedule(e, g); /* a failed rail is back */
 	}
 }
 
@@ -176,7 +187,8 @@ static const char *check_hello(struct mrail_engine *e, struct rail *r,
 			continue;
 		if (h->nrails != g->nrails)
 			return "peer chose a different number of rails";
-		if (g->rails[h->rail_index])
+		if (g->rails[h->rail_index] &&
+		    !failover_may_replace(g->rails[h->rail_index]))
 			return "duplicate rail from a known peer";
 	}
 	(void)r;
@@ -209,6 +221,7 @@ void handshake_on_frame(struct mrail_engine *e, struct rail *r,
 		r->peer_uuid = rec.u.hello.src_uuid;
 		r->index = rec.u.hello.rail_index;
 		r->hello_nrails = rec.u.hello.nrails;
+		r->epoch = rec.u.hello.epoch;
 		r->authenticated = 1;
 		memcpy(r->hello_nonce, rec.u.hello.nonce, sizeof r->hello_nonce);
 		for (uint32_t i = 0; i < e->ngates; i++)
@@ -295,7 +308,8 @@ static void up_connected(void *ctx, int status)
 	if (status != MRAIL_OK) {
 		char msg[96];
 		snprintf(msg, sizeof msg, "rail %u: connection failed", r->index);
-		gate_fail(r->engine, r->gate, MRAIL_ERR_PEER, msg);
+		if (!failover_rail_fail(r->engine, r, "connection failed"))
+			gate_fail(r->engine, r->gate, MRAIL_ERR_PEER, msg);
 		return;
 	}
 	if (r->state == RAIL_CONNECTING)
@@ -364,6 +378,11 @@ static void up_ep_error(void *ctx, int status, const char *why)
 		rail_close(e, r);
 		return;
 	}
+	if (r->state == RAIL_DOWN)
+		return;
+	/* A protocol violation is the peer's fault, not the link's. */
+	if (status != MRAIL_ERR_PROTO && failover_rail_fail(e, r, why))
+		return;
 	snprintf(msg, sizeof msg, "rail %u (%s <-> %s): %s", r->index,
 		 r->stats.local, r->stats.remote, why);
 	gate_fail(e, r->gate, status == MRAIL_ERR_PROTO ? MRAIL_ERR_PROTO

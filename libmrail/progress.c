@@ -16,6 +16,9 @@ int engine_progress(struct mrail_engine *e)
 		schedule_pending(e);
 	if ((++e->progress_calls & 1023) == 0)
 		handshake_expire(e);
+	/* Timers read the clock: when idle, or now and then when busy. */
+	if (events == 0 || (e->progress_calls & 63) == 0)
+		failover_tick(e);
 	return events;
 }
 

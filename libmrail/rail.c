@@ -15,6 +15,7 @@ struct rail *rail_new(struct mrail_engine *e, struct local_rail *l)
 		return NULL;
 	mrail_list_init(&r->link);
 	mrail_list_init(&r->posted);
+	mrail_list_init(&r->retained);
 	r->engine = e;
 	r->local = l;
 	r->eager_max = e->cfg.eager_max;
@@ -36,9 +37,17 @@ void rail_op_done(struct mrail_engine *e, struct send_op *op, int status)
 	mrail_list_remove(&op->link);
 	if (op->rail && op->kind != OP_GET)
 		busy_tx_done(op->rail);
+	if (op->rail) {
+		op->rail->tx_last_move = mrail_now();
+		/* A failed completion fails the rail (at the next tick, not
+		 * inside the driver), not the request: failover. */
+		if (status != MRAIL_OK)
+			failover_op_failed(op->rail);
+	}
 	switch (op->kind) {
 	case OP_PACKET:
-		packet_put(e, op);
+		if (!failover_pkt_done(op))
+			packet_put(e, op);
 		break;
 	case OP_DATA:
 		rdv_data_sent(e, op, status);
@@ -53,6 +62,15 @@ void rail_op_done(struct mrail_engine *e, struct send_op *op, int status)
 
 void rail_close(struct mrail_engine *e, struct rail *r)
 {
+	if (r->state == RAIL_UP)
+		r->stats.up_seconds += mrail_now() - r->up_since;
+	rail_disconnect(e, r, RAIL_CLOSED);
+	failover_rail_release(e, r);
+}
+
+void rail_disconnect(struct mrail_engine *e, struct rail *r,
+		     enum rail_state to)
+{
 	struct mrail_list *pos, *tmp;
 
 	hooks_rail_down(e, r);
@@ -62,7 +80,7 @@ void rail_close(struct mrail_engine *e, struct rail *r)
 	}
 	if (r->state == RAIL_UP && r->gate && r->gate->rails_up > 0)
 		r->gate->rails_up--;
-	r->state = RAIL_CLOSED;
+	r->state = to;
 	r->stats.up = 0;
 	/* The driver drops what was pending without upcalls: settle here. */
 	mrail_list_foreach_safe(pos, tmp, &r->posted)
@@ -89,8 +107,11 @@ struct send_op *packet_get(struct mrail_engine *e)
 		}
 		op->cap = e->packet_cap;
 		mrail_list_init(&op->link);
+		mrail_list_init(&op->rlink);
 	}
 	op->kind = OP_PACKET;
+	op->pseq = 0;
+	op->retained = op->in_flight = op->no_count = 0;
 	op->len = mrail_wire_put_pkt_hdr(op->buf);
 	op->rail = NULL;
 	op->req = NULL;
@@ -110,6 +131,9 @@ int rail_post_packet(struct mrail_engine *e, struct rail *r,
 	ENGINE_ASSERT_LOCKED(e);
 	(void)e;
 	op->rail = r;
+	if (mrail_list_empty(&r->posted))
+		r->tx_last_move = mrail_now();
+	failover_pkt_post(r, op);
 	mrail_list_append(&r->posted, &op->link);
 	/* Before send: the driver may complete the op inside it. */
 	busy_tx_post(r, op->len);
@@ -117,6 +141,7 @@ int rail_post_packet(struct mrail_engine *e, struct rail *r,
 	if (rc) {
 		mrail_list_remove(&op->link);
 		busy_tx_done(r);
+		failover_pkt_unpost(r, op);
 		return rc;
 	}
 	r->stats.tx_packets++;
@@ -141,6 +166,8 @@ static int post_data_frame(struct rail *r, struct mrail_request *req,
 	op->buf = (uint8_t *)(op + 1);
 	op->len = mrail_wire_put_pkt_hdr(op->buf);
 	op->len += mrail_wire_put_data(op->buf + op->len, recv_id, offset, len);
+	if (mrail_list_empty(&r->posted))
+		r->tx_last_move = mrail_now();
 	mrail_list_append(&r->posted, &op->link);
 	req->outstanding++;
 	busy_tx_post(r, 0); /* charged when its RTS left (busy_tx_reserve) */

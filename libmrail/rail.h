@@ -28,6 +28,8 @@ enum rail_state {
 	RAIL_WAIT_HELLO,  /* accepted, HELLO not yet received */
 	RAIL_WAIT_ACK,    /* connected, HELLO sent, waiting for the ACK */
 	RAIL_UP,
+	RAIL_DOWN,        /* failed; its gate lives on the other rails while
+	                     it is reconnected (failover.c) */
 	RAIL_CLOSED,
 };
 
@@ -45,6 +47,13 @@ struct send_op {
 	int has_busy;              /* OP_PACKET: holds a BUSY record */
 	struct mrail_regcache_entry *reg;       /* OP_GET/OP_PUT: local registration */
 	struct rma_chunk *chunk;   /* OP_PUT: the chunk it belongs to */
+	/* OP_PACKET, counted (failover.c): kept on rail->retained until the
+	 * peer acknowledges it, to be replayed if the rail fails first. */
+	uint32_t pseq;
+	int in_flight, retained;
+	int no_count;              /* standalone ACK: neither numbered nor kept */
+	uint64_t offset;           /* OP_GET: where in the message */
+	struct mrail_list rlink;
 };
 
 struct rail {
@@ -67,6 +76,7 @@ struct rail {
 	struct mrail_rail_model *model; /* predictions strategies use */
 	struct mrail_list posted; /* send_ops not completed */
 	uint64_t rx_len;          /* body being received (one at a time) */
+	uint64_t rx_off;          /* ... and its offset in the message */
 	struct mrail_request *rx_req; /* whose buffer that body goes to */
 	int bye_in, bye_out;      /* BYE received / sent on this rail */
 	struct mrail_rail_stats stats;
@@ -86,6 +96,23 @@ struct rail {
 	void *hook_state;         /* what the rail_up hook returned */
 	int hooked;               /* rail_up hook ran, rail_down not yet */
 	double tx_own_free_at;    /* what this rail queued on its NIC left */
+	/* Failover (failover.c, docs/failover.md). Per connection: */
+	uint32_t tx_pseq;         /* counted packets posted */
+	uint32_t rx_pseq;         /* counted packets processed */
+	uint32_t ack_sent;        /* rx_pseq last acknowledged to the peer */
+	uint32_t peer_acked;      /* the peer processed ours up to this */
+	struct mrail_list retained; /* our counted packets not acked, by pseq */
+	uint32_t epoch;           /* connections of this rail that came up */
+	double tx_last_move;      /* last send completion (or first post) */
+	/* Per failure: */
+	double down_since, up_since;
+	double retry_at, backoff; /* connecting side: next attempt */
+	int down_told;            /* RAIL_DOWN sent (on rail down_told - 1) */
+	uint32_t down_told_epoch; /* ... on that rail's connection number */
+	int down_heard;           /* the peer's RAIL_DOWN received */
+	int settled;              /* both: may reconnect */
+	int fail_pending;         /* a completion failed: fails at next tick */
+	int reconnecting;         /* this connection replaces a failed one */
 };
 
 /*
@@ -135,6 +162,9 @@ void inband_sample(struct mrail_engine *e);
 /* rail.c */
 struct rail *rail_new(struct mrail_engine *e, struct local_rail *l);
 void rail_close(struct mrail_engine *e, struct rail *r);
+/* Connection closed, what was posted on it settled; r->state = to. */
+void rail_disconnect(struct mrail_engine *e, struct rail *r,
+		     enum rail_state to);
 void rail_op_done(struct mrail_engine *e, struct send_op *op, int status);
 struct send_op *packet_get(struct mrail_engine *e);
 void packet_put(struct mrail_engine *e, struct send_op *op);

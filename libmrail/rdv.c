@@ -49,9 +49,13 @@ static int post_rtrs(struct mrail_engine *e, struct gate *g,
 			if (chunks[i].rail != v)
 				continue;
 			if (get) {
-				int rc = rma_start_get(e, rail, r,
+				int rc = rdv_range_add(r, rail, RANGE_GET,
 						       chunks[i].offset,
 						       chunks[i].length);
+				if (!rc)
+					rc = rma_start_get(e, rail, r,
+							   chunks[i].offset,
+							   chunks[i].length);
 				if (rc)
 					return rc;
 				continue;
@@ -76,6 +80,16 @@ static int post_rtrs(struct mrail_engine *e, struct gate *g,
 					keyed = 1;
 				else
 					put = 0; /* cannot register: two-sided */
+			}
+			if (chunks[i].length > 0) {
+				int rc = rdv_range_add(
+					r, rail,
+					put ? RANGE_PUT : RANGE_TWO_SIDED,
+					chunks[i].offset, chunks[i].length);
+				if (rc) {
+					packet_put(e, op);
+					return rc;
+				}
 			}
 			op->len += mrail_wire_put_rtr_flags(
 				op->buf + op->len, r->remote_id, r->id,
@@ -202,6 +216,10 @@ void rdv_on_rtr(struct mrail_engine *e, struct rail *rail,
 	 * the request goes with the engine. */
 	if (rail->bye_out)
 		return;
+	/* Read from a rail that failed meanwhile: the receiver asks for
+	 * that range again on another rail (failover_rdv.c). */
+	if (rail->state != RAIL_UP)
+		return;
 	if (!rtr_fits(s, rail, rtr)) {
 		gate_fail(e, rail->gate, MRAIL_ERR_PROTO,
 			  "rendezvous reply for an unknown send or out of "
@@ -233,12 +251,18 @@ void rdv_data_sent(struct mrail_engine *e, struct send_op *op, int status)
 {
 	struct mrail_request *s = op->req;
 	s->outstanding--;
-	if (status != MRAIL_OK && s->error == MRAIL_OK)
+	/* Lost with a failing rail: the receiver asks for it again. */
+	if (status != MRAIL_OK && failover_rail_lost(op->rail))
+		status = MRAIL_ERR_AGAIN;
+	if (status != MRAIL_OK && status != MRAIL_ERR_AGAIN &&
+	    s->error == MRAIL_OK)
 		s->error = status;
 	else if (status == MRAIL_OK)
 		s->done_bytes += op->bytes;
+	/* Complete once the receiver said it has every byte (RDV_DONE):
+	 * a chunk handed to a connection that then died is not delivered. */
 	if (s->outstanding == 0 && (s->error != MRAIL_OK || s->failing ||
-				    s->done_bytes == s->expected))
+				    s->rdone))
 		request_complete(e, s, s->error);
 }
 
@@ -259,7 +283,8 @@ void *rdv_on_data(struct mrail_engine *e, struct rail *rail, const void *head,
 		if (r && (r->kind != REQ_RECV || r->phase != REQ_RDV_ACTIVE ||
 			  r->gate != rail->gate || d->len != body_len ||
 			  d->len == 0 || d->offset > r->expected ||
-			  d->len > r->expected - d->offset))
+			  d->len > r->expected - d->offset ||
+			  !rdv_range_for_data(r, d->offset, d->len)))
 			r = NULL;
 		if (r) {
 			int n = mrail_iov_slice(r->iov, r->iovcnt, d->offset,
@@ -281,6 +306,7 @@ void *rdv_on_data(struct mrail_engine *e, struct rail *rail, const void *head,
 	r->outstanding++;
 	rail->rx_req = r;
 	rail->rx_len = body_len;
+	rail->rx_off = rec.u.data.offset;
 	rail->stats.rx_chunks++;
 	rail->stats.rx_bytes += body_len;
 	rail->stats.rx_wire_bytes += hlen + body_len;
@@ -290,7 +316,10 @@ void *rdv_on_data(struct mrail_engine *e, struct rail *rail, const void *head,
 void rdv_on_data_done(struct mrail_engine *e, struct rail *rail, void *cookie)
 {
 	struct mrail_request *r = cookie;
+	struct rdv_range *rg = rdv_range_for_data(r, rail->rx_off, rail->rx_len);
 	r->outstanding--;
+	if (rg)
+		rg->got += rail->rx_len;
 	r->done_bytes += rail->rx_len;
 	busy_rx_arrived(rail, rail->rx_len);
 	rail->rx_len = 0;

@@ -210,10 +210,11 @@ static void on_bye(struct mrail_engine *e, struct rail *r)
 	int all = 1;
 	r->bye_in = 1;
 	/* A rail that said BYE may already be closed (its connection ended
-	 * after the BYE, seen before the other rails' BYEs). */
+	 * after the BYE, seen before the other rails' BYEs); one that is
+	 * not up (failed, reconnecting: failover.c) gets no BYE. */
 	for (unsigned i = 0; i < g->nrails; i++)
 		if (g->rails[i] && !g->rails[i]->bye_in &&
-		    g->rails[i]->state != RAIL_CLOSED)
+		    g->rails[i]->state == RAIL_UP)
 			all = 0;
 	if (all) {
 		g->bye_received = 1;
@@ -228,19 +229,27 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 	struct gate *g = r->gate;
 	struct mrail_wire_rec rec;
 	const char *why = NULL;
-	int rc = MRAIL_OK;
+	int rc = MRAIL_OK, counted = 0;
 	size_t off = mrail_wire_check_pkt_hdr(head, len, &why);
 
 	r->stats.rx_packets++;
 	r->stats.rx_wire_bytes += len;
-	if (!off)
+	if (!off || failover_pkt_arrived(r, head, &counted, &why))
 		rc = MRAIL_ERR_PROTO;
-	while (rc == MRAIL_OK && r->state == RAIL_UP && !r->bye_in) {
+	/* A numbered packet is processed whole even if its rail fails
+	 * meanwhile: the peer was told it was (RAIL_DOWN counts it). */
+	while (rc == MRAIL_OK && r->state != RAIL_CLOSED && !r->bye_in &&
+	       g->state != GATE_FAILED) {
 		int more = mrail_wire_next(head, len, &off,
 					   MRAIL_EAGER_MAX_LIMIT, &rec, &why);
 		if (more == 0)
 			break;
 		if (more < 0) {
+			rc = MRAIL_ERR_PROTO;
+			break;
+		}
+		if (!counted && rec.type != MRAIL_WIRE_ACK) {
+			why = "unnumbered packet with more than ACK records";
 			rc = MRAIL_ERR_PROTO;
 			break;
 		}
@@ -300,6 +309,15 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 		case MRAIL_WIRE_SYNC_ACK:
 			sync_on_ack(e, r, rec.u.sync_ack.send_id);
 			break;
+		case MRAIL_WIRE_ACK:
+			rc = failover_on_ack(e, r, rec.u.ack_rec.count, &why);
+			break;
+		case MRAIL_WIRE_RAIL_DOWN:
+			rc = failover_on_rail_down(e, r, &rec.u.rail_down, &why);
+			break;
+		case MRAIL_WIRE_RDV_DONE:
+			rdv_on_done(e, r, &rec.u.rdv_done);
+			break;
 		case MRAIL_WIRE_BYE:
 			rma_rail_keys_clear(r);
 			on_bye(e, r);
@@ -317,7 +335,9 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 			 "connection dropped", r->index,
 			 why ? why : mrail_strerror(rc), len);
 		gate_fail(e, g, rc, msg);
+		return;
 	}
+	failover_after_packet(e, r);
 }
 
 /* ---- receive side of the API ------------------------------------------ */

@@ -106,8 +106,11 @@ int request_args_check(const struct mrail_req_args *a, int is_send,
  * (receive) or that the driver sent (send); 0 for anything else. */
 static void honest_length(struct mrail_request *r, int error)
 {
+	/* A send's chunks lost with a failed rail were counted and asked
+	 * again: never report more than the message. */
 	if (error != MRAIL_OK && error != MRAIL_ERR_TRUNCATE)
-		r->status.length = r->done_bytes;
+		r->status.length = r->done_bytes < r->len ? r->done_bytes
+							  : r->len;
 }
 
 void request_complete(struct mrail_engine *e, struct mrail_request *r,
@@ -148,6 +151,8 @@ void request_fail(struct mrail_engine *e, struct mrail_request *r, int error)
 
 static void request_memory_free(struct mrail_request *r)
 {
+	free(r->ranges);
+	r->ranges = NULL;
 	if (r->iov != &r->iov1)
 		free(r->iov);
 	if (!(r->flags & REQF_STORAGE))

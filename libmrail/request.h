@@ -16,6 +16,7 @@
 struct mrail_engine;
 struct gate;
 struct rdv_rma;
+struct rdv_range;
 
 #define MRAIL_IOV_MAX 1024
 
@@ -76,6 +77,10 @@ struct mrail_request {
 	int outstanding;        /* driver operations still referencing us */
 	int error;              /* first error seen (completion status) */
 	struct rdv_rma *rma;    /* one-sided rendezvous state, or NULL */
+	/* Failover (failover_rdv.c). */
+	int rdone;              /* send: the receiver has every byte */
+	struct rdv_range *ranges; /* recv: byte ranges asked for */
+	unsigned nranges, ranges_cap;
 };
 
 /* A buffer given to isend/irecv: contiguous (iov NULL) or an iovec. */

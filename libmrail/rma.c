@@ -280,6 +280,7 @@ static int post_ops(struct rail *rail, struct mrail_request *req,
 			return rc;
 		}
 		op->chunk = chunk;
+		op->offset = offset + done;
 		mrail_list_append(&rail->posted, &op->link);
 		req->outstanding++;
 		if (chunk)
@@ -367,6 +368,9 @@ static void send_fin_packet(struct mrail_engine *e, struct rail *rail,
 		op->len += type == MRAIL_WIRE_GET_FIN
 				   ? mrail_wire_put_get_fin(op->buf + op->len,
 							    id, a, b)
+			   : type == MRAIL_WIRE_RDV_DONE
+				   ? mrail_wire_put_rdv_done(op->buf + op->len,
+							     id, a)
 				   : mrail_wire_put_put_fin(op->buf + op->len,
 							    id, a, b);
 		rc = rail_post_packet(e, rail, op);
@@ -384,14 +388,18 @@ static void send_fin_packet(struct mrail_engine *e, struct rail *rail,
  */
 void rma_recv_finish(struct mrail_engine *e, struct mrail_request *r)
 {
-	if (r->rma && r->rma->read_bytes > 0 && r->gate->state == GATE_UP) {
-		struct rail *fr = r->rma->fin_rail;
+	/* The sender completes on this notice (v5), whatever moved the
+	 * bytes: GET_FIN when some were read by RDMA, else RDV_DONE. */
+	if (r->gate->state == GATE_UP) {
+		struct rail *fr = r->rma ? r->rma->fin_rail : NULL;
 		if (!usable(fr))
-			for (unsigned i = 0; i < r->gate->nrails && !usable(fr); i++)
-				fr = r->gate->rails[i];
-		if (usable(fr))
+			fr = failover_survivor(r->gate, NULL);
+		if (usable(fr) && r->rma && r->rma->read_bytes > 0)
 			send_fin_packet(e, fr, MRAIL_WIRE_GET_FIN, r->remote_id,
 					r->expected, r->rma->read_bytes);
+		else if (usable(fr))
+			send_fin_packet(e, fr, MRAIL_WIRE_RDV_DONE,
+					r->remote_id, r->expected, 0);
 	}
 	request_complete(e, r, r->error);
 }
@@ -412,6 +420,7 @@ static void get_done(struct mrail_engine *e, struct send_op *op, int status)
 	struct mrail_request *r = op->req;
 	struct rail *rail = op->rail;
 	if (status == MRAIL_OK) {
+		rdv_range_got_get(r, rail->index, op->offset, op->bytes);
 		r->done_bytes += op->bytes;
 		r->rma->read_bytes += op->bytes;
 		busy_rx_arrived(rail, op->bytes);
@@ -432,14 +441,15 @@ static void put_done(struct mrail_engine *e, struct send_op *op, int status)
 	if (c->status == MRAIL_OK) {
 		op->rail->stats.tx_bytes += c->len;
 		op->rail->stats.tx_wire_bytes += c->len;
-		if (op->rail->gate->state == GATE_UP)
+		if (op->rail->gate->state == GATE_UP &&
+		    op->rail->state == RAIL_UP)
 			send_fin_packet(e, op->rail, MRAIL_WIRE_PUT_FIN,
 					c->recv_id, c->offset, c->len);
 		s->done_bytes += c->len;
 	}
 	free(c);
 	if (s->outstanding == 0 && s->phase != REQ_DONE &&
-	    (s->failing || s->done_bytes == s->expected))
+	    (s->failing || s->rdone))
 		request_complete(e, s, s->error);
 }
 
@@ -450,6 +460,16 @@ void rma_op_done(struct mrail_engine *e, struct send_op *op, int status)
 
 	mem_reg_put(op->rail->local->di, op->reg);
 	r->outstanding--;
+	/* On a failing rail the receiver asks for the range again
+	 * (failover_rdv.c); the request lives on. */
+	if (status != MRAIL_OK && failover_rail_lost(op->rail)) {
+		if (op->kind == OP_GET)
+			get_done(e, op, status);
+		else
+			put_done(e, op, MRAIL_ERR_AGAIN);
+		free(op);
+		return;
+	}
 	if (status != MRAIL_OK) {
 		/* The request fails once its other operations settle; a
 		 * failed RDMA operation fails the whole gate (its rails close,
@@ -500,12 +520,9 @@ void rma_on_get_fin(struct mrail_engine *e, struct rail *rail,
 	}
 	s->rma->fin_bytes = f->bytes;
 	s->done_bytes += f->bytes;
-	if (s->done_bytes > s->expected) {
-		gate_fail(e, rail->gate, MRAIL_ERR_PROTO,
-			  "RDMA read notice counts more than the message");
-		return;
-	}
-	if (s->outstanding == 0 && s->done_bytes == s->expected)
+	/* Sent once the receiver has every byte: the send is done. */
+	s->rdone = 1;
+	if (s->outstanding == 0)
 		request_complete(e, s, s->error);
 }
 
@@ -521,6 +538,14 @@ void rma_on_put_fin(struct mrail_engine *e, struct rail *rail,
 			  "its bounds; connection dropped");
 		return;
 	}
+	struct rdv_range *rg = rdv_range_for_put(r, f->offset, f->len);
+	if (!rg) {
+		gate_fail(e, rail->gate, MRAIL_ERR_PROTO,
+			  "RDMA write notice for a range not asked for; "
+			  "connection dropped");
+		return;
+	}
+	rg->got = rg->len;
 	r->done_bytes += f->len;
 	busy_rx_arrived(rail, f->len);
 	rail->stats.rx_chunks++;

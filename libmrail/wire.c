@@ -1,6 +1,7 @@
 #include "libmrail/wire.h"
 
 #include <endian.h>
+#include <stddef.h>
 #include <string.h>
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -19,6 +20,11 @@ _Static_assert(sizeof(struct mrail_wire_eager_sync) == 32,
 	       "eager_sync record size");
 _Static_assert(sizeof(struct mrail_wire_sync_ack) == 16,
 	       "sync_ack record size");
+_Static_assert(sizeof(struct mrail_wire_ack) == 16, "ack record size");
+_Static_assert(sizeof(struct mrail_wire_rail_down) == 24,
+	       "rail_down record size");
+_Static_assert(sizeof(struct mrail_wire_rdv_done) == 24,
+	       "rdv_done record size");
 
 size_t mrail_wire_put_pkt_hdr(void *buf)
 {
@@ -48,6 +54,19 @@ size_t mrail_wire_check_pkt_hdr(const void *head, size_t len,
 	return sizeof h;
 }
 
+uint32_t mrail_wire_pkt_pseq(const void *head)
+{
+	struct mrail_wire_pkt_hdr h;
+	memcpy(&h, head, sizeof h);
+	return h.pseq;
+}
+
+void mrail_wire_set_pkt_pseq(void *head, uint32_t pseq)
+{
+	memcpy((char *)head + offsetof(struct mrail_wire_pkt_hdr, pseq), &pseq,
+	       sizeof pseq);
+}
+
 static const size_t fixed_size[] = {
 	[MRAIL_WIRE_EAGER] = sizeof(struct mrail_wire_eager),
 	[MRAIL_WIRE_RTS] = sizeof(struct mrail_wire_rts),
@@ -63,6 +82,9 @@ static const size_t fixed_size[] = {
 	[MRAIL_WIRE_RKEY] = sizeof(struct mrail_wire_rkey),
 	[MRAIL_WIRE_GET_FIN] = sizeof(struct mrail_wire_get_fin),
 	[MRAIL_WIRE_PUT_FIN] = sizeof(struct mrail_wire_put_fin),
+	[MRAIL_WIRE_ACK] = sizeof(struct mrail_wire_ack),
+	[MRAIL_WIRE_RAIL_DOWN] = sizeof(struct mrail_wire_rail_down),
+	[MRAIL_WIRE_RDV_DONE] = sizeof(struct mrail_wire_rdv_done),
 	[MRAIL_WIRE_TYPE_MAX - 1] = 0,
 };
 
@@ -337,4 +359,38 @@ size_t mrail_wire_put_eager_part(void *buf, uint64_t seq, uint64_t tag,
 	if (pad)
 		memset((char *)buf + sizeof r + len, 0, pad);
 	return mrail_wire_eager_part_size(len);
+}
+
+size_t mrail_wire_put_ack(void *buf, uint64_t count)
+{
+	struct mrail_wire_ack r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_ACK, 0);
+	r.count = count;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
+}
+
+size_t mrail_wire_put_rail_down(void *buf, uint32_t rail, uint32_t epoch,
+				uint64_t received)
+{
+	struct mrail_wire_rail_down r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_RAIL_DOWN, 0);
+	r.rail = rail;
+	r.epoch = epoch;
+	r.received = received;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
+}
+
+size_t mrail_wire_put_rdv_done(void *buf, uint64_t send_id, uint64_t total)
+{
+	struct mrail_wire_rdv_done r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_RDV_DONE, 0);
+	r.send_id = send_id;
+	r.total = total;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
 }

@@ -1,5 +1,5 @@
 /*
- * The engine's wire format (version 4), carried in driver frame heads.
+ * The engine's wire format (version 5), carried in driver frame heads.
  * Documented in docs/wire.md; keep both in sync.
  *
  * A frame head is a packet: an 8-byte packet header, then records, each
@@ -17,7 +17,7 @@
 #include "util/auth.h"
 
 #define MRAIL_WIRE_MAGIC 0x50524d00u /* "\0MRP" read as little-endian u32 */
-#define MRAIL_WIRE_VERSION 4u
+#define MRAIL_WIRE_VERSION 5u
 
 enum mrail_wire_type {
 	MRAIL_WIRE_EAGER = 1,     /* a whole small message */
@@ -31,6 +31,10 @@ enum mrail_wire_type {
 	MRAIL_WIRE_EAGER_SYNC = 9, /* EAGER of a synchronous send (v3) */
 	MRAIL_WIRE_SYNC_ACK = 10, /* receiver matched an EAGER_SYNC */
 	MRAIL_WIRE_EAGER_PART = 11, /* one part of an offloaded eager message */
+	/* Rail failover (v5, docs/failover.md). */
+	MRAIL_WIRE_ACK = 12,      /* packets of this rail processed so far */
+	MRAIL_WIRE_RAIL_DOWN = 13, /* a rail failed; what we took from it */
+	MRAIL_WIRE_RDV_DONE = 14, /* receiver has every byte of a rendezvous */
 	/* One-sided rendezvous (v3; types 16.. are RMA records). */
 	MRAIL_WIRE_RKEY = 16,     /* a registered buffer peers may reach */
 	MRAIL_WIRE_GET_FIN = 17,  /* receiver read payload by RDMA */
@@ -50,7 +54,8 @@ enum mrail_wire_type {
 
 struct mrail_wire_pkt_hdr {
 	uint32_t magic_version; /* MRAIL_WIRE_MAGIC | MRAIL_WIRE_VERSION */
-	uint32_t reserved;
+	uint32_t pseq; /* v5: packet number on its connection (1, 2, ...),
+	                  0: not counted (handshake, standalone ACK, DATA) */
 };
 
 /* Common first 8 bytes of every record. */
@@ -124,7 +129,8 @@ struct mrail_wire_hello {
 	uint16_t version;
 	uint16_t rail_index;
 	uint16_t nrails;
-	uint16_t reserved;
+	uint16_t epoch; /* v5: 0 for a rail's first connection, + 1 for each
+	                   reconnection (failover) */
 	uint64_t src_uuid;
 	uint64_t dst_uuid;
 	uint8_t nonce[MRAIL_AUTH_NONCE_BYTES];
@@ -169,6 +175,31 @@ struct mrail_wire_put_fin {
 	uint64_t len;
 };
 
+/* v5: the receiver of a connection's counted packets has processed
+ * all of them up to number `count`; sent on that same connection. */
+struct mrail_wire_ack {
+	struct mrail_wire_rec_hdr h;
+	uint64_t count;
+};
+
+/* v5: rail `rail` (connection number `epoch` of it) failed; this side
+ * processed `received` counted packets from it and takes nothing more
+ * from it. Travels on another rail of the gate. */
+struct mrail_wire_rail_down {
+	struct mrail_wire_rec_hdr h;
+	uint32_t rail;
+	uint32_t epoch;
+	uint64_t received;
+};
+
+/* v5: a receive of a two-sided or RDMA-write rendezvous has every byte
+ * (`total`, <= msg_len); the send completes on it. */
+struct mrail_wire_rdv_done {
+	struct mrail_wire_rec_hdr h;
+	uint64_t send_id;
+	uint64_t total;
+};
+
 /* Decoded record, pointing into the packet. */
 struct mrail_wire_rec {
 	int type;
@@ -185,6 +216,9 @@ struct mrail_wire_rec {
 		struct mrail_wire_rkey rkey;
 		struct mrail_wire_get_fin get_fin;
 		struct mrail_wire_put_fin put_fin;
+		struct mrail_wire_ack ack_rec;
+		struct mrail_wire_rail_down rail_down;
+		struct mrail_wire_rdv_done rdv_done;
 	} u;
 	const void *payload; /* EAGER: the message; BUSY: the entries;
 	                        RKEY: the key */
@@ -204,6 +238,10 @@ static inline size_t mrail_wire_eager_size(size_t len)
 
 /* Writes the packet header; returns its size. */
 size_t mrail_wire_put_pkt_hdr(void *buf);
+
+/* v5: the packet number of a packet whose header was checked. */
+uint32_t mrail_wire_pkt_pseq(const void *head);
+void mrail_wire_set_pkt_pseq(void *head, uint32_t pseq);
 
 /*
  * Checks the packet header of `head` (len bytes). Returns the offset of
@@ -246,6 +284,10 @@ size_t mrail_wire_put_rtr(void *buf, uint64_t send_id, uint64_t recv_id,
 size_t mrail_wire_put_data(void *buf, uint64_t recv_id, uint64_t offset,
 			   uint64_t len);
 size_t mrail_wire_put_bye(void *buf);
+size_t mrail_wire_put_ack(void *buf, uint64_t count);
+size_t mrail_wire_put_rail_down(void *buf, uint32_t rail, uint32_t epoch,
+				uint64_t received);
+size_t mrail_wire_put_rdv_done(void *buf, uint64_t send_id, uint64_t total);
 /* RKEY with a key of key_len bytes: mrail_wire_rkey_size(key_len). */
 size_t mrail_wire_put_rkey(void *buf, uint64_t id, uint64_t rails,
 			   uint64_t addr, const void *key, size_t key_len);

@@ -154,7 +154,14 @@ void fake_sendq_drop(struct mrail_drv_ep *ep)
 		free(sendq_pop(ep));
 }
 
-/* 0 sent, -EAGAIN socket full, -EPIPE the drop fault fired, or -errno. */
+static bool faults_left(const struct mrail_drv *drv)
+{
+	return drv->par.faults < 0 ||
+	       drv->cnt.errors_injected < (uint64_t)drv->par.faults;
+}
+
+/* 0 sent, 1 held (stall fault), -EAGAIN socket full, -EPIPE the drop
+ * fault fired, or -errno. */
 static int write_frame(struct mrail_drv_ep *ep, struct fake_send *rec)
 {
 	struct mrail_drv *drv = ep->drv;
@@ -163,8 +170,20 @@ static int write_frame(struct mrail_drv_ep *ep, struct fake_send *rec)
 	bool faulty = fake_rail_faulty(drv, ep->rail);
 	ssize_t n;
 
+	/* A black hole: frames stay queued, no error, ever. */
+	if (faulty && drv->par.stall_after >= 0 &&
+	    (ep->stalled ||
+	     (drv->frames_posted_faulty >= (uint64_t)drv->par.stall_after &&
+	      faults_left(drv)))) {
+		if (!ep->stalled)
+			drv->cnt.errors_injected++;
+		ep->stalled = true;
+		return 1;
+	}
+
 	if (faulty && drv->par.drop_after >= 0 &&
-	    drv->frames_posted_faulty >= (uint64_t)drv->par.drop_after) {
+	    drv->frames_posted_faulty >= (uint64_t)drv->par.drop_after &&
+	    faults_left(drv)) {
 		ep->drop_injected = true;
 		drv->cnt.errors_injected++;
 		fake_ep_need_attention(ep);
@@ -197,6 +216,10 @@ int fake_flush(struct mrail_drv_ep *ep, double now, double *next_due)
 			break;
 		}
 		rc = write_frame(ep, rec);
+		if (rc == 1) { /* stalled: nothing will wake it */
+			rc = 0;
+			break;
+		}
 		if (rc == -EAGAIN) {
 			ep->want_out = true;
 			rc = 0;
@@ -288,7 +311,7 @@ int fake_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 		if (rc == -EAGAIN) {
 			ep->want_out = true;
 			fake_ep_update_events(ep);
-		} else if (rc != -EPIPE) {
+		} else if (rc != -EPIPE && rc != 1) {
 			ep->send_errno = -rc; /* ep_error from progress */
 			fake_ep_need_attention(ep);
 		}

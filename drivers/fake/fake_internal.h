@@ -83,6 +83,8 @@ struct fake_params {
 	int64_t fail_rma_after;     /* -1 = never */
 	int64_t drop_after;         /* -1 = never */
 	int fail_rail;              /* -1 = every rail */
+	int64_t faults;             /* at most this many faults; -1 = no cap */
+	int64_t stall_after;        /* -1 = never */
 };
 
 /* Parse "key=value,..."; logs and returns MRAIL_ERR_CONFIG naming the key
@@ -180,6 +182,7 @@ struct mrail_drv_ep {
 	int connect_errno;   /* connect failed early (or EAGAIN: retry) */
 	int send_errno;      /* a write failed outside progress */
 	bool drop_injected;  /* drop_after fired on this endpoint */
+	bool stalled;        /* stall_after fired: frames stay queued */
 	bool want_out;       /* a due frame met a full socket */
 
 	struct sockaddr_un_blob {

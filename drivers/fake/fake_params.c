@@ -118,6 +118,7 @@ int fake_params_parse(const char *s, struct fake_params *p)
 	p->rails = 2;
 	p->fail_rma_after = p->drop_after = -1;
 	p->fail_rail = -1;
+	p->faults = p->stall_after = -1;
 	while (s && *s) {
 		size_t len = strcspn(s, ",");
 		const char *eq = memchr(s, '=', len);
@@ -159,6 +160,16 @@ int fake_params_parse(const char *s, struct fake_params *p)
 				return bad(s, klen, val, vlen,
 					   "a count of frames");
 			p->drop_after = v;
+		} else if (klen == 11 && !strncmp(s, "stall_after", 11)) {
+			if (parse_count(val, vlen, INT64_MAX / 16, &v) < 0)
+				return bad(s, klen, val, vlen,
+					   "a count of frames");
+			p->stall_after = v;
+		} else if (klen == 6 && !strncmp(s, "faults", 6)) {
+			if (parse_count(val, vlen, INT64_MAX / 16, &v) < 0)
+				return bad(s, klen, val, vlen,
+					   "a count of faults");
+			p->faults = v;
 		} else if (klen == 9 && !strncmp(s, "fail_rail", 9)) {
 			if (parse_count(val, vlen, FAKE_MAX_RAILS - 1, &v) < 0)
 				return bad(s, klen, val, vlen,
@@ -167,7 +178,8 @@ int fake_params_parse(const char *s, struct fake_params *p)
 		} else {
 			mrail_error("fake driver: unknown parameter '%.*s' "
 				    "(known: rails, lat, bw, fail_rma_after, "
-				    "drop_after, fail_rail)",
+				    "drop_after, stall_after, fail_rail, "
+				    "faults)",
 				    (int)klen, s);
 			return MRAIL_ERR_CONFIG;
 		}

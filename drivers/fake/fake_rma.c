@@ -291,7 +291,9 @@ static int post(struct mrail_drv_ep *ep, enum fake_rma_kind kind, void *laddr,
 		drv->cnt.puts++;
 	if (fake_rail_faulty(drv, ep->rail)) {
 		if (drv->par.fail_rma_after >= 0 &&
-		    drv->rma_posted >= (uint64_t)drv->par.fail_rma_after) {
+		    drv->rma_posted >= (uint64_t)drv->par.fail_rma_after &&
+		    (drv->par.faults < 0 ||
+		     drv->cnt.errors_injected < (uint64_t)drv->par.faults)) {
 			op->status = MRAIL_ERR_IO;
 			drv->cnt.errors_injected++;
 		}

@@ -172,6 +172,23 @@ static void tune_socket(const struct mrail_drv *drv, int fd)
 
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0)
 		mrail_debug("tcp: TCP_NODELAY: %s", strerror(errno));
+	/* Link failure detection (docs/failover.md): data unacknowledged
+	 * for user_timeout_ms, or keepalive probes unanswered, reset the
+	 * connection, and the engine moves its traffic to other rails. */
+	if (drv->user_timeout_ms > 0 &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &drv->user_timeout_ms,
+		       sizeof drv->user_timeout_ms) < 0)
+		mrail_debug("tcp: TCP_USER_TIMEOUT: %s", strerror(errno));
+	if (drv->keepalive > 0) {
+		int cnt = 3;
+		if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &drv->keepalive,
+			       sizeof drv->keepalive) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &drv->keepalive,
+			       sizeof drv->keepalive) < 0 ||
+		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt) < 0)
+			mrail_debug("tcp: keepalive: %s", strerror(errno));
+	}
 	if (drv->sockbuf <= 0)
 		return;
 	/* Best effort: the kernel caps these at net.core.[rw]mem_max. */
@@ -222,6 +239,19 @@ static int param_value(const char *key, const char *val, struct mrail_drv *drv)
 		drv->sockbuf = (int)v;
 		return 0;
 	}
+	if (!strcmp(key, "user_timeout_ms") || !strcmp(key, "keepalive")) {
+		char *end;
+		errno = 0;
+		unsigned long n = strtoul(val, &end, 10);
+		if (errno || end == val || *end || n > 3600000 ||
+		    (key[0] == 'k' && n > 32767))
+			return -1;
+		if (key[0] == 'u')
+			drv->user_timeout_ms = (int)n;
+		else
+			drv->keepalive = (int)n;
+		return 0;
+	}
 	return -2;
 }
 
@@ -237,6 +267,8 @@ static int tcp_params(const char *params, struct mrail_drv *drv)
 
 	drv->loopback_rails = 1;
 	drv->sockbuf = TCP_DEFAULT_SOCKBUF;
+	drv->user_timeout_ms = 0;
+	drv->keepalive = 0;
 	for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
 		const char *s = getenv(env[i][0]);
 		if (s && param_value(env[i][1], s, drv)) {
@@ -254,7 +286,7 @@ static int tcp_params(const char *params, struct mrail_drv *drv)
 		if (rc == -2) {
 			mrail_error("invalid MRAIL_DRIVER_PARAMS: tcp has no "
 				    "parameter '%s' (known: loopback_rails, "
-				    "sockbuf)", key);
+				    "sockbuf, user_timeout_ms, keepalive)", key);
 			return MRAIL_ERR_CONFIG;
 		}
 		if (rc < 0) {

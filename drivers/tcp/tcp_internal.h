@@ -148,6 +148,8 @@ struct mrail_drv {
 	int epfd;
 	int sockbuf; /* SO_SNDBUF/SO_RCVBUF request, 0 = kernel autotuning */
 	unsigned loopback_rails; /* rails to processes of this host */
+	int user_timeout_ms;     /* TCP_USER_TIMEOUT on rail sockets, 0: off */
+	int keepalive;           /* s idle before/between probes, 0: off */
 
 	struct tcp_listener **listeners;
 	int nlisteners;

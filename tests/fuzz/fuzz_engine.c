@@ -198,6 +198,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *p = data + 1;
 	size_t n = size - 1;
 	uint8_t head[8 + 65536];
+	uint32_t pseq[8] = {0}; /* wire v5: numbered packets per rail */
 	while (n >= 4) {
 		size_t hl = (size_t)p[0] | (size_t)(p[1] & 0x7f) << 8;
 		int rail = (p[1] >> 7) % nrails;
@@ -207,8 +208,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hl = hl < n ? hl : n;
 		bl = bl < n - hl ? bl : n - hl;
 		size_t off = 0;
-		if (!(flags & 8))
+		if (!(flags & 8)) {
 			off = mrail_wire_put_pkt_hdr(head);
+			if (bl == 0) /* DATA frame heads are not numbered */
+				mrail_wire_set_pkt_pseq(head, ++pseq[rail % 8]);
+		}
 		memcpy(head + off, p, hl);
 		send_frame(fds[rail], head, off + hl, p + hl, bl);
 		p += hl + bl;

@@ -29,8 +29,8 @@ def pad8(b):
     return b + b"\0" * (-len(b) % 8)
 
 
-# ---- engine wire (libmrail/wire.h, version 4) ------------------------------
-PKT = struct.pack("<II", 0x50524d00 | 4, 0)
+# ---- engine wire (libmrail/wire.h, version 5) ------------------------------
+PKT = struct.pack("<II", 0x50524d00 | 5, 1)
 
 
 def rec(t, length=0, flags=0):
@@ -61,12 +61,15 @@ wire = {
                  b"key-bytes-12"),
     "get_fin": rec(17) + struct.pack("<QQQ", 5, 1 << 20, 1 << 20),
     "put_fin": rec(18) + struct.pack("<QQQ", 6, 0, 4096),
+    "ack": rec(12) + struct.pack("<Q", 3),
+    "rail_down": rec(13) + struct.pack("<IIQ", 1, 0, 2),
+    "rdv_done": rec(14) + struct.pack("<QQ", 5, 1 << 20),
 }
 for name, r in wire.items():
     write("wire", name, bytes([4]) + PKT + r)  # eager limit 4096
 write("wire", "all_records", bytes([6]) + PKT + b"".join(wire.values()))
 write("wire", "bad_magic", bytes([4]) + b"XXXX" + PKT[4:] + wire["bye"])
-write("wire", "bad_version", bytes([4]) + struct.pack("<II", 0x50524d03, 0))
+write("wire", "bad_version", bytes([4]) + struct.pack("<II", 0x50524d04, 0))
 write("wire", "truncated", bytes([4]) + PKT + wire["rts"][:20])
 write("wire", "unknown_type", bytes([4]) + PKT + rec(31))
 write("wire", "eager_too_long", bytes([1]) + PKT + eager(1, 1, b"x" * 16))
@@ -341,7 +344,10 @@ for name, flags, recs in [
         ("hello_ack", 0, [wire["hello_ack"]]),
         ("bad_mac", 16, [wire["eager"]]),
         ("keep_open", 33, [wire["eager"]]),
-        ("raw_bad_header", 8, [b"\0" * 16])]:
+        ("raw_bad_header", 8, [b"\0" * 16]),
+        ("ack_beyond", 0, [wire["ack"]]),
+        ("rail_down_other", 1, [wire["rail_down"]]),
+        ("rdv_done_unknown", 2, [wire["rdv_done"]])]:
     out = bytes([flags])
     for r in recs:
         out += erec(r, b"D" * 16 if r[0] == 4 else b"")

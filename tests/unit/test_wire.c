@@ -163,9 +163,43 @@ static void garbage(void)
 	}
 }
 
+/* Failover records (v5): ACK, RAIL_DOWN, RDV_DONE; the packet number. */
+static void failover_records(void)
+{
+	const char *why = NULL;
+	struct mrail_wire_rec rec;
+	size_t n = mrail_wire_put_pkt_hdr(pkt);
+	CHECK(mrail_wire_pkt_pseq(pkt) == 0);
+	mrail_wire_set_pkt_pseq(pkt, 0xfffffffeu);
+	CHECK(mrail_wire_pkt_pseq(pkt) == 0xfffffffeu);
+	n += mrail_wire_put_ack(pkt + n, 41);
+	n += mrail_wire_put_rail_down(pkt + n, 2, 7, 1234);
+	n += mrail_wire_put_rdv_done(pkt + n, 99, 1ULL << 35);
+	CHECK(n == 8 + 16 + 24 + 24);
+	CHECK(parse_all(pkt, n, &why) == 3);
+	size_t off = mrail_wire_check_pkt_hdr(pkt, n, &why);
+	CHECK(mrail_wire_next(pkt, n, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.type == MRAIL_WIRE_ACK && rec.u.ack_rec.count == 41);
+	CHECK(mrail_wire_next(pkt, n, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.type == MRAIL_WIRE_RAIL_DOWN && rec.u.rail_down.rail == 2 &&
+	      rec.u.rail_down.epoch == 7 && rec.u.rail_down.received == 1234);
+	CHECK(mrail_wire_next(pkt, n, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.type == MRAIL_WIRE_RDV_DONE && rec.u.rdv_done.send_id == 99 &&
+	      rec.u.rdv_done.total == 1ULL << 35);
+	/* Fixed-size: truncated or with a length is rejected. */
+	expect_reject(pkt, n - 1, "truncated record");
+	pkt[8 + 4] = 1;
+	expect_reject(pkt, n, "non-zero length");
+	/* Version 4 packets are refused. */
+	uint32_t v4 = MRAIL_WIRE_MAGIC | 4u;
+	memcpy(pkt, &v4, 4);
+	expect_reject(pkt, n, "unsupported wire version");
+}
+
 int main(void)
 {
 	roundtrip();
+	failover_records();
 	rejections();
 	sync_rejects();
 	garbage();
