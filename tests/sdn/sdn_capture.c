@@ -18,6 +18,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,14 @@ int main(int argc, char **argv)
 	int rcvbuf = 64 << 20;
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf))
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+	/* The interface's own address is never a tag, even when, being
+	 * locally administered (veth), it has a tag's shape. */
+	struct ifreq ifr;
+	unsigned char own[6] = {0};
+	memset(&ifr, 0, sizeof ifr);
+	snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", argv[1]);
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr) == 0)
+		memcpy(own, ifr.ifr_hwaddr.sa_data, 6);
 	signal(SIGTERM, on_sig);
 	signal(SIGINT, on_sig);
 	printf("capturing %s\n", argv[1]);
@@ -93,7 +102,8 @@ int main(int argc, char **argv)
 			continue;
 		const struct iphdr *ip = (const void *)(buf + 14);
 		struct mrail_sdn_ctx c;
-		int tagged = mrail_sdn_tag_decode(buf, &c) == 0;
+		int tagged = memcmp(buf, own, 6) != 0 &&
+			     mrail_sdn_tag_decode(buf, &c) == 0;
 		if (ip->protocol == IPPROTO_ICMP) {
 			if (tagged)
 				icmp_tag++;
