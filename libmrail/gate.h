@@ -52,6 +52,11 @@ struct gate {
 	size_t eager_max;          /* min over rails */
 	double deadline;           /* rails must be up before */
 	void *strategy_peer;       /* the strategy's per-peer state */
+	/* credits.c: eager flow control (docs/flow-control.md) */
+	uint64_t cr_tx;            /* eager bytes we may still send it */
+	uint64_t cr_granted;       /* eager bytes it may still send us */
+	uint64_t cr_held;          /* its eager bytes held unexpected */
+	uint64_t cr_grants;        /* CREDIT records we sent it */
 };
 
 /* gate.c */

@@ -63,6 +63,7 @@ static const size_t fixed_size[] = {
 	[MRAIL_WIRE_RKEY] = sizeof(struct mrail_wire_rkey),
 	[MRAIL_WIRE_GET_FIN] = sizeof(struct mrail_wire_get_fin),
 	[MRAIL_WIRE_PUT_FIN] = sizeof(struct mrail_wire_put_fin),
+	[MRAIL_WIRE_CREDIT] = sizeof(struct mrail_wire_credit),
 	[MRAIL_WIRE_TYPE_MAX - 1] = 0,
 };
 
@@ -310,6 +311,16 @@ size_t mrail_wire_put_eager_sync(void *buf, uint64_t seq, uint64_t tag,
 	if (pad)
 		memset((char *)buf + sizeof r + len, 0, pad);
 	return mrail_wire_eager_sync_size(len);
+}
+
+size_t mrail_wire_put_credit(void *buf, uint64_t bytes)
+{
+	struct mrail_wire_credit r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_CREDIT, 0);
+	r.bytes = bytes;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
 }
 
 size_t mrail_wire_put_sync_ack(void *buf, uint64_t send_id)

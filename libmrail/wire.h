@@ -1,5 +1,5 @@
 /*
- * The engine's wire format (version 4), carried in driver frame heads.
+ * The engine's wire format (version 5), carried in driver frame heads.
  * Documented in docs/wire.md; keep both in sync.
  *
  * A frame head is a packet: an 8-byte packet header, then records, each
@@ -17,7 +17,7 @@
 #include "util/auth.h"
 
 #define MRAIL_WIRE_MAGIC 0x50524d00u /* "\0MRP" read as little-endian u32 */
-#define MRAIL_WIRE_VERSION 4u
+#define MRAIL_WIRE_VERSION 5u
 
 enum mrail_wire_type {
 	MRAIL_WIRE_EAGER = 1,     /* a whole small message */
@@ -35,6 +35,7 @@ enum mrail_wire_type {
 	MRAIL_WIRE_RKEY = 16,     /* a registered buffer peers may reach */
 	MRAIL_WIRE_GET_FIN = 17,  /* receiver read payload by RDMA */
 	MRAIL_WIRE_PUT_FIN = 18,  /* sender wrote a payload chunk by RDMA */
+	MRAIL_WIRE_CREDIT = 19,   /* receiver grants eager bytes (v5) */
 	MRAIL_WIRE_TYPE_MAX = 32, /* types are below this */
 };
 
@@ -169,6 +170,13 @@ struct mrail_wire_put_fin {
 	uint64_t len;
 };
 
+/* Eager flow control (v5, docs/flow-control.md): the receiver allows
+ * the sender `bytes` more bytes of eager payload; grants add up. */
+struct mrail_wire_credit {
+	struct mrail_wire_rec_hdr h;
+	uint64_t bytes;
+};
+
 /* Decoded record, pointing into the packet. */
 struct mrail_wire_rec {
 	int type;
@@ -185,6 +193,7 @@ struct mrail_wire_rec {
 		struct mrail_wire_rkey rkey;
 		struct mrail_wire_get_fin get_fin;
 		struct mrail_wire_put_fin put_fin;
+		struct mrail_wire_credit credit;
 	} u;
 	const void *payload; /* EAGER: the message; BUSY: the entries;
 	                        RKEY: the key */
@@ -257,6 +266,7 @@ size_t mrail_wire_put_get_fin(void *buf, uint64_t send_id, uint64_t total,
 			      uint64_t bytes);
 size_t mrail_wire_put_put_fin(void *buf, uint64_t recv_id, uint64_t offset,
 			      uint64_t len);
+size_t mrail_wire_put_credit(void *buf, uint64_t bytes);
 /* RTR with flags (MRAIL_WIRE_RTR_PUT). */
 size_t mrail_wire_put_rtr_flags(void *buf, uint64_t send_id, uint64_t recv_id,
 				uint64_t offset, uint64_t len, uint64_t total,

@@ -5,10 +5,10 @@
  * running and stopped (SIGSTOP from rank 0), and stopped while a 128 MiB
  * rendezvous to rank 1 is moving (0's socket to 1 fills) and eager
  * messages to it are posted. Fails when the stopped windows' count is
- * below MRAIL_TEST_ISO_MIN (default 0.5) of the running ones'; prints
+ * below TEST_ISO_MIN (default 0.5) of the running ones'; prints
  * the ratios. Rank 1 checks everything it was sent, in order.
  *
- * MRAIL_TEST_ISO_SECONDS: length of each window (default 0.3).
+ * TEST_ISO_SECONDS: length of each window (default 0.3).
  */
 #include "standalone.h"
 
@@ -123,8 +123,8 @@ static void rank0(mrail_engine_t *e)
 	mrail_request_t *r;
 	uint64_t id = 0;
 	unsigned long count[3] = {0};
-	double secs = env_double("MRAIL_TEST_ISO_SECONDS", 0.3);
-	double min = env_double("MRAIL_TEST_ISO_MIN", 0.5);
+	double secs = env_double("TEST_ISO_SECONDS", 0.3);
+	double min = env_double("TEST_ISO_MIN", 0.5);
 	uint8_t *buf = malloc(BIG), *fbuf = malloc((size_t)FLOOD * FLOOD_LEN);
 	CHECK(buf && fbuf);
 
