@@ -29,8 +29,8 @@ def pad8(b):
     return b + b"\0" * (-len(b) % 8)
 
 
-# ---- engine wire (libmrail/wire.h, version 4) ------------------------------
-PKT = struct.pack("<II", 0x50524d00 | 4, 0)
+# ---- engine wire (libmrail/wire.h, version 5) ------------------------------
+PKT = struct.pack("<II", 0x50524d00 | 5, 0)
 
 
 def rec(t, length=0, flags=0):
@@ -61,12 +61,13 @@ wire = {
                  b"key-bytes-12"),
     "get_fin": rec(17) + struct.pack("<QQQ", 5, 1 << 20, 1 << 20),
     "put_fin": rec(18) + struct.pack("<QQQ", 6, 0, 4096),
+    "credit": rec(19) + struct.pack("<Q", 4 << 20),
 }
 for name, r in wire.items():
     write("wire", name, bytes([4]) + PKT + r)  # eager limit 4096
 write("wire", "all_records", bytes([6]) + PKT + b"".join(wire.values()))
 write("wire", "bad_magic", bytes([4]) + b"XXXX" + PKT[4:] + wire["bye"])
-write("wire", "bad_version", bytes([4]) + struct.pack("<II", 0x50524d03, 0))
+write("wire", "bad_version", bytes([4]) + struct.pack("<II", 0x50524d04, 0))
 write("wire", "truncated", bytes([4]) + PKT + wire["rts"][:20])
 write("wire", "unknown_type", bytes([4]) + PKT + rec(31))
 write("wire", "eager_too_long", bytes([1]) + PKT + eager(1, 1, b"x" * 16))
