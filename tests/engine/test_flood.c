@@ -3,12 +3,14 @@
  * 100 000) messages of 16 KiB, all with one tag, keeping 64 sends in
  * flight (MPI_Isend + MPI_Waitall style); rank 1 sleeps SLEEP seconds
  * (default 3) before it posts a single receive, then receives them one by
- * one. With eager credits (docs/flow-control.md) rank 1 buffers at most
+ * one. With TEST_FLOOD_RANKS=n, ranks 0..n-2 all flood rank n-1 (the
+ * engine-wide cap). With eager credits (docs/flow-control.md) rank 1 buffers at most
  * its per-peer cap of eager data; the sender switches to rendezvous when
  * its credit runs out and back to eager when credit returns.
  *
  * Checks: every message arrives, in order, with its content; the
- * receiver's peak RSS (VmHWM) grows by at most the cap plus SLACK_MIB
+ * receiver's peak RSS (VmHWM) grows by at most the eager cap plus
+ * TEST_FLOOD_SLACK_MIB
  * (default 24) while the flood lasts. Run with and without
  * MRAIL_PROGRESS_THREAD=1 (with it, the receiver's engine reads
  * everything the sender sends while the application sleeps).
@@ -70,7 +72,7 @@ static int intact(const uint64_t *w, uint64_t i)
 	return 1;
 }
 
-static void sender(mrail_engine_t *e, long count)
+static void sender(mrail_engine_t *e, mrail_peer_t to, long count)
 {
 	uint64_t *buf = malloc((size_t)WINDOW * LEN);
 	mrail_request_t *rq[WINDOW] = {0};
@@ -81,7 +83,7 @@ static void sender(mrail_engine_t *e, long count)
 		if (rq[k])
 			CHECK_RC(mrail_wait(e, rq[k], NULL));
 		fill(at, (uint64_t)i);
-		CHECK_RC(mrail_isend(e, 1, at, LEN, TAG_FLOOD, &rq[k]));
+		CHECK_RC(mrail_isend(e, to, at, LEN, TAG_FLOOD, &rq[k]));
 	}
 	for (int k = 0; k < WINDOW; k++)
 		if (rq[k])
@@ -89,12 +91,26 @@ static void sender(mrail_engine_t *e, long count)
 	free(buf);
 }
 
-static void receiver(mrail_engine_t *e, long count, long sleep_s)
+/* What the receiver may buffer from `senders` peers (credits.c): each
+ * peer's window is the smaller of its cap and an equal share of the
+ * engine's over every gate (self included); all within the engine's. */
+static uint64_t eager_cap(uint32_t n)
 {
-	uint64_t cap = 4 << 20;
+	uint64_t peer = 4 << 20, all = 64 << 20;
 	const char *v = getenv("MRAIL_UNEXPECTED_PEER_MAX");
 	if (v)
-		CHECK(mrail_parse_size(v, &cap) == 0);
+		CHECK(mrail_parse_size(v, &peer) == 0);
+	v = getenv("MRAIL_UNEXPECTED_MAX");
+	if (v)
+		CHECK(mrail_parse_size(v, &all) == 0);
+	uint64_t w = all / n < peer ? all / n : peer;
+	return w * (n - 1) < all ? w * (n - 1) : all;
+}
+
+/* Rank n-1 receives from ranks 0..n-2 in turn, each in its send order. */
+static void receiver(mrail_engine_t *e, uint32_t n, long count, long sleep_s)
+{
+	uint64_t cap = eager_cap(n);
 	long slack_kib = env_long("TEST_FLOOD_SLACK_MIB", 24) * 1024;
 	uint64_t *buf = malloc(LEN);
 	CHECK(buf);
@@ -103,23 +119,27 @@ static void receiver(mrail_engine_t *e, long count, long sleep_s)
 	long base = status_kib("VmHWM");
 	sleep((unsigned)sleep_s);
 	for (long i = 0; i < count; i++) {
-		mrail_request_t *r;
-		mrail_status_t st;
-		CHECK_RC(mrail_irecv(e, 0, buf, LEN, TAG_FLOOD,
-				     MRAIL_TAG_MASK_ALL, &r));
-		CHECK_RC(mrail_wait(e, r, &st));
-		CHECK_EQ(st.length, LEN);
-		if (!intact(buf, (uint64_t)i)) {
-			fprintf(stderr, "message %ld: wrong or out of order "
-				"content (first word %#llx)\n", i,
-				(unsigned long long)buf[0]);
-			exit(1);
+		for (uint32_t from = 0; from + 1 < n; from++) {
+			mrail_request_t *r;
+			mrail_status_t st;
+			CHECK_RC(mrail_irecv(e, from, buf, LEN, TAG_FLOOD,
+					     MRAIL_TAG_MASK_ALL, &r));
+			CHECK_RC(mrail_wait(e, r, &st));
+			CHECK_EQ(st.length, LEN);
+			if (!intact(buf, (uint64_t)i)) {
+				fprintf(stderr, "message %ld from rank %u: wrong "
+					"or out of order content (first word "
+					"%#llx)\n", i, from,
+					(unsigned long long)buf[0]);
+				exit(1);
+			}
 		}
 	}
 	long grew = status_kib("VmHWM") - base;
-	printf("test_flood: %ld x %d KiB received in order; receiver peak RSS "
-	       "grew by %ld KiB (cap %llu KiB + slack %ld KiB)\n", count,
-	       LEN >> 10, grew, (unsigned long long)(cap >> 10), slack_kib);
+	printf("test_flood: %u x %ld x %d KiB received in order; receiver "
+	       "peak RSS grew by %ld KiB (eager cap %llu KiB + slack %ld "
+	       "KiB)\n", n - 1, count, LEN >> 10, grew,
+	       (unsigned long long)(cap >> 10), slack_kib);
 	fflush(stdout);
 	CHECK(grew <= (long)(cap >> 10) + slack_kib);
 	free(buf);
@@ -130,19 +150,21 @@ static int job(mrail_engine_t *e, uint32_t rank, uint32_t n)
 	long count = env_long("TEST_FLOOD_COUNT", 100000);
 	long sleep_s = env_long("TEST_FLOOD_SLEEP", 3);
 	job_barrier(e, rank, n, NULL);
-	if (rank == 0)
-		sender(e, count);
+	if (rank + 1 < n)
+		sender(e, n - 1, count);
 	else
-		receiver(e, count, sleep_s);
+		receiver(e, n, count, sleep_s);
 	job_barrier(e, rank, n, NULL);
 	return 0;
 }
 
 int main(void)
 {
-	int status[2];
-	job_run(2, job, status);
-	for (int i = 0; i < 2; i++) {
+	int status[8];
+	long n = env_long("TEST_FLOOD_RANKS", 2);
+	CHECK(n >= 2 && n <= 8);
+	job_run((uint32_t)n, job, status);
+	for (int i = 0; i < n; i++) {
 		if (!WIFEXITED(status[i]) || WEXITSTATUS(status[i]) != 0) {
 			fprintf(stderr, "rank %d failed (status %#x)\n", i,
 				status[i]);
