@@ -205,8 +205,12 @@ static void gate_schedule_mode(struct mrail_engine *e, struct gate *g,
 	const struct mrail_strategy_ops *s = e->strategy;
 
 	while (g->state == GATE_UP && !mrail_list_empty(&g->sendq)) {
-		unsigned n = gate_rail_views(g, views, VIEW_SEND);
-		if (n == 0)
+		unsigned n = gate_rail_views(g, views, VIEW_SEND), idle = 0;
+		for (unsigned i = 0; i < n; i++)
+			idle += views[i].idle != 0;
+		/* Only an idle rail takes a packet: a gate whose rails are
+		 * all stuck (a stopped peer) costs the others no more. */
+		if (idle == 0)
 			break;
 		struct mrail_request *head =
 			mrail_list_first(&g->sendq, struct mrail_request, link);

@@ -26,6 +26,7 @@ enum {
 	TAG_PONG = 4,
 	TAG_DONE = 5,
 	TAG_FLOOD = 6,
+	TAG_CHECKED = 7,
 };
 
 static pid_t stopped_pid;
@@ -116,6 +117,11 @@ static void iso_round(mrail_engine_t *e, double secs, uint64_t *id, int k,
 	CHECK_RC(mrail_wait(e, big, &st));
 	CHECK_EQ(st.length, BIG);
 	CHECK_RC(mrail_wait_all(e, FLOOD, flood, NULL));
+	/* Rank 1 checks 128 MiB now: not during the next running window. */
+	mrail_request_t *r;
+	CHECK_RC(mrail_irecv(e, 1, NULL, 0, TAG_CHECKED, MRAIL_TAG_MASK_ALL,
+			     &r));
+	CHECK_RC(mrail_wait(e, r, NULL));
 }
 
 static void rank0(mrail_engine_t *e)
@@ -180,6 +186,8 @@ static void rank1(mrail_engine_t *e)
 					       2000 + (uint64_t)(k * FLOOD + i)),
 				 FLOOD_LEN);
 		}
+		CHECK_RC(mrail_isend(e, 0, NULL, 0, TAG_CHECKED, &r));
+		CHECK_RC(mrail_wait(e, r, NULL));
 	}
 	CHECK_RC(mrail_wait(e, pid_req, NULL));
 	free(buf);
