@@ -147,7 +147,7 @@ static void queue_view(const struct mrail_engine *e, const struct gate *g,
 		       size_t *bytes, struct mrail_send_queue *q)
 {
 	const struct mrail_list *pos = g->sendq.next;
-	uint64_t spent = 0; /* credit the messages before take */
+	uint64_t spent = 0; /* credit taken by the messages before */
 	q->known = 0;
 	for (; pos != &g->sendq && q->known < MRAIL_QUEUE_VIEW; pos = pos->next) {
 		const struct mrail_request *r =
