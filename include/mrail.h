@@ -94,7 +94,8 @@ enum mrail_error {
 MRAIL_API const char *mrail_strerror(int err);
 
 /* ---- configuration ---------------------------------------------------- */
-#define MRAIL_CONFIG_VERSION 2
+/* 3: unexpected_max, unexpected_peer_max appended */
+#define MRAIL_CONFIG_VERSION 3
 #define MRAIL_JOB_KEY_BYTES 16
 #define MRAIL_EAGER_MAX_AUTO ((size_t)-1)
 
@@ -181,6 +182,13 @@ struct mrail_config {
 	int thread_level;          /* MRAIL_THREAD_LEVEL: single|serialized|
 	                              multiple (enum mrail_thread_level, default
 	                              multiple) */
+	/* Eager data buffered for receives not yet posted is bounded: peers
+	 * send eagerly only within credit this engine grants, else
+	 * rendezvous (docs/flow-control.md). 0: no eager payload at all. */
+	size_t unexpected_max;     /* MRAIL_UNEXPECTED_MAX: bytes over all
+	                              peers (default 64 MiB) */
+	size_t unexpected_peer_max; /* MRAIL_UNEXPECTED_PEER_MAX: bytes per
+	                              peer (default 4 MiB) */
 };
 enum mrail_rdv_protocol {
 	MRAIL_RDV_AUTO = 0, MRAIL_RDV_GET = 1, MRAIL_RDV_PUT = 2,

@@ -22,6 +22,7 @@ static const char *const known_vars[] = {
 	"MRAIL_STRATEGY", "MRAIL_STRATEGY_PATH", "MRAIL_LOG_LEVEL",
 	"MRAIL_PROFILE_DIR",
 	"MRAIL_EAGER_MAX", "MRAIL_PROGRESS_THREAD", "MRAIL_BOOTSTRAP",
+	"MRAIL_UNEXPECTED_MAX", "MRAIL_UNEXPECTED_PEER_MAX", /* credits.c */
 	"MRAIL_CONNECT_TIMEOUT", "MRAIL_FINALIZE_TIMEOUT", "MRAIL_JOB_KEY",
 	"MRAIL_RAIL_TIMEOUT", /* libmrail/failover.c */
 	"MRAIL_TCP_SOCKBUF", /* drivers/tcp */
@@ -136,6 +137,8 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 	c->finalize_timeout = 5;
 	c->inband_sampling = 1;
 	c->thread_level = MRAIL_THREAD_MULTIPLE;
+	c->unexpected_max = MRAIL_UNEXPECTED_MAX_DEFAULT;
+	c->unexpected_peer_max = MRAIL_UNEXPECTED_PEER_MAX_DEFAULT;
 
 	/* The log level first, so the other messages obey it. */
 	const char *lvl = getenv("MRAIL_LOG_LEVEL");
@@ -160,6 +163,14 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 			return rc;
 		c->eager_max = (size_t)v;
 	}
+	uint64_t um = c->unexpected_max, upm = c->unexpected_peer_max;
+	if ((rc = env_u64("MRAIL_UNEXPECTED_MAX", 0, MRAIL_UNEXPECTED_LIMIT,
+			  &um)) ||
+	    (rc = env_u64("MRAIL_UNEXPECTED_PEER_MAX", 0,
+			  MRAIL_UNEXPECTED_LIMIT, &upm)))
+		return rc;
+	c->unexpected_max = (size_t)um;
+	c->unexpected_peer_max = (size_t)upm;
 	if ((rc = env_bool("MRAIL_PROGRESS_THREAD", &c->progress_thread)) ||
 	    (rc = env_bool("MRAIL_INBAND_SAMPLING", &c->inband_sampling)))
 		return rc;

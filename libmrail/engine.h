@@ -46,6 +46,7 @@
 #include "libmrail/address.h"
 #include "libmrail/gate.h"
 #include "libmrail/recv.h"
+#include "libmrail/credits.h"
 #include "libmrail/rdv.h"
 #include "libmrail/failover.h"
 #include "libmrail/offload/offload.h"
@@ -133,6 +134,9 @@ struct mrail_engine {
 	uintptr_t creator;             /* thread that created the engine */
 	uintptr_t progress_owner;      /* the progress thread */
 	uintptr_t engine_threads[ENGINE_THREADS_MAX]; /* offload workers */
+
+	/* credits.c: sums over the gates of cr_granted and cr_held */
+	uint64_t cr_granted, cr_held;
 
 	/* libmrail/offload/: NULL when offload stepped aside. */
 	struct offload *offload;

@@ -150,6 +150,7 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 	if (g->rails_up == g->nrails && g->state == GATE_CONNECTING) {
 		g->state = GATE_UP;
 		mrail_info("%s: %u rail(s) up", g->name, g->nrails);
+		credit_grant(e, g); /* the peer's first eager credit */
 		gate_schedule(e, g);
 	} else if (g->state == GATE_UP) {
 		gate_schedule(e, g); /* a failed rail is back */

@@ -54,6 +54,9 @@ void recv_take(struct mrail_engine *e, struct mrail_request *r,
 		recv_deliver_eager(e, r, u->gate, u->tag, u->data, u->len);
 		if (u->send_id) /* synchronous send: it is matched now */
 			sync_ack_send(e, u->gate, u->send_id);
+		/* The room it took may go back to the peer as credit. */
+		credit_release(e, u->gate, u->len);
+		credit_grant(e, u->gate);
 		break;
 	case UNEXP_RTS:
 		rdv_recv_start(e, r, u->gate, u->tag, u->len, u->send_id,
@@ -102,7 +105,8 @@ static uint64_t rec_tag(const struct mrail_wire_rec *rec)
 						    : rec->u.rts.tag;
 }
 
-static struct unexpected *unexpected_new(struct gate *g,
+static struct unexpected *unexpected_new(struct mrail_engine *e,
+					 struct gate *g,
 					 const struct mrail_wire_rec *rec,
 					 struct rdv_rma *rma)
 {
@@ -111,6 +115,7 @@ static struct unexpected *unexpected_new(struct gate *g,
 		u = malloc(sizeof *u + rec->payload_len);
 		if (!u)
 			return NULL;
+		credit_hold(e, g, rec->payload_len);
 		u->kind = UNEXP_EAGER;
 		u->seq = rec_seq(rec);
 		u->tag = rec_tag(rec);
@@ -161,10 +166,13 @@ static int ordered_arrival(struct mrail_engine *e, struct gate *g,
 		*why = "duplicate message sequence number";
 		return MRAIL_ERR_PROTO;
 	}
+	if (is_eager_rec(rec) &&
+	    credit_on_eager(e, g, rec->payload_len, why) != MRAIL_OK)
+		return MRAIL_ERR_PROTO;
 	if (seq == g->next_recv_seq) {
 		g->next_recv_seq++;
 		if (!is_eager_rec(rec) || !deliver_eager_now(e, g, rec)) {
-			if (!(u = unexpected_new(g, rec, rma)))
+			if (!(u = unexpected_new(e, g, rec, rma)))
 				return MRAIL_ERR_NOMEM;
 			recv_arrived(e, g, u);
 		}
@@ -180,12 +188,14 @@ static int ordered_arrival(struct mrail_engine *e, struct gate *g,
 		return MRAIL_OK;
 	}
 	/* Early: keep it in sequence order (usually it goes last). */
-	if (!(u = unexpected_new(g, rec, rma)))
+	if (!(u = unexpected_new(e, g, rec, rma)))
 		return MRAIL_ERR_NOMEM;
 	struct mrail_list *pos = g->ooo.prev;
 	while (pos != &g->ooo) {
 		struct unexpected *o = mrail_list_entry(pos, struct unexpected, link);
 		if (o->seq == seq) {
+			if (u->kind == UNEXP_EAGER)
+				credit_release(e, g, u->len);
 			unexpected_free(u);
 			*why = "duplicate message sequence number";
 			return MRAIL_ERR_PROTO;
@@ -318,6 +328,9 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 		case MRAIL_WIRE_RDV_DONE:
 			rdv_on_done(e, r, &rec.u.rdv_done);
 			break;
+		case MRAIL_WIRE_CREDIT:
+			rc = credit_on_grant(g, rec.u.credit.bytes, &why);
+			break;
 		case MRAIL_WIRE_BYE:
 			rma_rail_keys_clear(r);
 			on_bye(e, r);
@@ -329,6 +342,9 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 	}
 	/* Remote keys serve the RTS or RTRs of their own packet only. */
 	rma_rail_keys_clear(r);
+	/* Eager data it sent may have been delivered: room for credit. */
+	if (rc == MRAIL_OK)
+		credit_grant(e, g);
 	if (rc != MRAIL_OK) {
 		char msg[160];
 		snprintf(msg, sizeof msg, "rail %u: %s in a packet of %zu bytes; "
@@ -383,9 +399,14 @@ void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error)
 	/* Messages that overtook a lost one can never be delivered. */
 	reasm_free_gate(g);
 	mrail_list_foreach_safe(pos, tmp, &g->ooo) {
+		struct unexpected *u =
+			mrail_list_entry(pos, struct unexpected, link);
 		mrail_list_remove(pos);
-		unexpected_free(mrail_list_entry(pos, struct unexpected, link));
+		if (u->kind == UNEXP_EAGER)
+			credit_release(e, g, u->len);
+		unexpected_free(u);
 	}
+	credit_gate_fail(e, g);
 }
 
 int recv_start(struct mrail_engine *e, mrail_peer_t src,

@@ -8,13 +8,26 @@
 #include "util/iov.h"
 #include "util/log.h"
 
-/* A synchronous eager record is 8 bytes longer: it still fits a packet
- * (sized for eager_max) when it is 8 bytes shorter. */
-static int is_eager(const struct gate *g, const struct mrail_request *r)
+/*
+ * Eager when small enough and within the credit the receiver granted
+ * (credits.c), once `spent` of it is taken by messages packed before this
+ * one; else an RTS, whose payload waits in our buffer. A synchronous
+ * eager record is 8 bytes longer: it still fits a packet (sized for
+ * eager_max) when it is 8 bytes shorter.
+ */
+static int is_eager_after(const struct gate *g, const struct mrail_request *r,
+			  uint64_t spent)
 {
+	if (!credit_allows(g->cr_tx, spent, r->len))
+		return 0;
 	if (r->flags & REQF_SYNC)
 		return g->eager_max >= 8 && r->len <= g->eager_max - 8;
 	return r->len <= g->eager_max;
+}
+
+static int is_eager(const struct gate *g, const struct mrail_request *r)
+{
+	return is_eager_after(g, r, 0);
 }
 
 static unsigned busy_entries(const struct gate *g)
@@ -45,15 +58,23 @@ static void put_busy(struct gate *g, struct send_op *op)
 
 /* A rendezvous request travels with a BUSY record (room kept for one per
  * request; one per packet is written). */
+static size_t record_size_after(const struct mrail_engine *e,
+				const struct gate *g,
+				const struct mrail_request *r, uint64_t spent)
+{
+	int eager = is_eager_after(g, r, spent);
+	if (eager && (r->flags & REQF_SYNC))
+		return mrail_wire_eager_sync_size(r->len);
+	return eager ? mrail_wire_eager_size(r->len)
+		     : sizeof(struct mrail_wire_rts) +
+			       mrail_wire_busy_size(busy_entries(g)) +
+			       (r->iovcnt == 1 ? rma_rts_room(e, g) : 0);
+}
+
 static size_t record_size(const struct mrail_engine *e, const struct gate *g,
 			  const struct mrail_request *r)
 {
-	if (is_eager(g, r) && (r->flags & REQF_SYNC))
-		return mrail_wire_eager_sync_size(r->len);
-	return is_eager(g, r) ? mrail_wire_eager_size(r->len)
-			      : sizeof(struct mrail_wire_rts) +
-					mrail_wire_busy_size(busy_entries(g)) +
-					(r->iovcnt == 1 ? rma_rts_room(e, g) : 0);
+	return record_size_after(e, g, r, 0);
 }
 
 /* Synchronous eager: the data leaves now, the send completes when the
@@ -64,6 +85,7 @@ static int pack_sync(struct mrail_engine *e, struct gate *g, struct rail *rail,
 	uint8_t *at = op->buf + op->len;
 	if (!handle_assign(e, r))
 		return MRAIL_ERR_NOMEM;
+	credit_spend(g, r->len);
 	mrail_wire_put_eager_sync(at, r->seq, r->tag, r->id, r->len);
 	mrail_iov_to_buf(at + sizeof(struct mrail_wire_eager_sync), r->iov,
 			 r->iovcnt, 0, r->len);
@@ -84,6 +106,7 @@ static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
 	if (is_eager(g, r) && (r->flags & REQF_SYNC))
 		return pack_sync(e, g, rail, op, r);
 	if (is_eager(g, r)) {
+		credit_spend(g, r->len);
 		mrail_wire_put_eager(at, r->seq, r->tag, r->len);
 		mrail_iov_to_buf(at + sizeof(struct mrail_wire_eager), r->iov,
 				 r->iovcnt, 0, r->len);
@@ -124,10 +147,15 @@ static void queue_view(const struct mrail_engine *e, const struct gate *g,
 		       size_t *bytes, struct mrail_send_queue *q)
 {
 	const struct mrail_list *pos = g->sendq.next;
+	uint64_t spent = 0; /* credit taken by the messages before */
 	q->known = 0;
-	for (; pos != &g->sendq && q->known < MRAIL_QUEUE_VIEW; pos = pos->next)
-		bytes[q->known++] = record_size(
-			e, g, mrail_list_entry(pos, struct mrail_request, link));
+	for (; pos != &g->sendq && q->known < MRAIL_QUEUE_VIEW; pos = pos->next) {
+		const struct mrail_request *r =
+			mrail_list_entry(pos, struct mrail_request, link);
+		bytes[q->known++] = record_size_after(e, g, r, spent);
+		if (is_eager_after(g, r, spent))
+			spent += r->len;
+	}
 	q->more = pos != &g->sendq;
 	q->record_bytes = bytes;
 	q->packet_room = e->packet_cap - sizeof(struct mrail_wire_pkt_hdr);
@@ -141,6 +169,10 @@ static int send_packet(struct mrail_engine *e, struct gate *g,
 	if (!op)
 		return MRAIL_ERR_NOMEM;
 	int rc = MRAIL_OK;
+	/* Credit for the peer's eager messages rides along when there is
+	 * room beside our first message. */
+	credit_piggyback(e, g, op, record_size(e, g,
+		mrail_list_first(&g->sendq, struct mrail_request, link)));
 	for (unsigned k = 0; rc == MRAIL_OK && k < count &&
 			     !mrail_list_empty(&g->sendq); k++) {
 		struct mrail_request *r =
@@ -175,14 +207,21 @@ static void gate_schedule_mode(struct mrail_engine *e, struct gate *g,
 	const struct mrail_strategy_ops *s = e->strategy;
 
 	while (g->state == GATE_UP && !mrail_list_empty(&g->sendq)) {
-		unsigned n = gate_rail_views(g, views, VIEW_SEND);
-		if (n == 0)
+		unsigned n = gate_rail_views(g, views, VIEW_SEND), idle = 0;
+		for (unsigned i = 0; i < n; i++)
+			idle += views[i].idle != 0;
+		/* Only an idle rail takes a packet: a gate whose rails are
+		 * all stuck (a stopped peer) costs the others no more. */
+		if (idle == 0)
 			break;
 		struct mrail_request *head =
 			mrail_list_first(&g->sendq, struct mrail_request, link);
+		uint64_t head_len = head->len;
 		if (e->offload && is_eager(g, head) &&
-		    !(head->flags & REQF_SYNC) && offload_try(e, g, head))
+		    !(head->flags & REQF_SYNC) && offload_try(e, g, head)) {
+			credit_spend(g, head_len);
 			continue;
+		}
 		queue_view(e, g, bytes, &q);
 		unsigned count = 0;
 		int pick = -1;

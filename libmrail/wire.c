@@ -85,6 +85,7 @@ static const size_t fixed_size[] = {
 	[MRAIL_WIRE_ACK] = sizeof(struct mrail_wire_ack),
 	[MRAIL_WIRE_RAIL_DOWN] = sizeof(struct mrail_wire_rail_down),
 	[MRAIL_WIRE_RDV_DONE] = sizeof(struct mrail_wire_rdv_done),
+	[MRAIL_WIRE_CREDIT] = sizeof(struct mrail_wire_credit),
 	[MRAIL_WIRE_TYPE_MAX - 1] = 0,
 };
 
@@ -332,6 +333,16 @@ size_t mrail_wire_put_eager_sync(void *buf, uint64_t seq, uint64_t tag,
 	if (pad)
 		memset((char *)buf + sizeof r + len, 0, pad);
 	return mrail_wire_eager_sync_size(len);
+}
+
+size_t mrail_wire_put_credit(void *buf, uint64_t bytes)
+{
+	struct mrail_wire_credit r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_CREDIT, 0);
+	r.bytes = bytes;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
 }
 
 size_t mrail_wire_put_sync_ack(void *buf, uint64_t send_id)

@@ -39,6 +39,7 @@ enum mrail_wire_type {
 	MRAIL_WIRE_RKEY = 16,     /* a registered buffer peers may reach */
 	MRAIL_WIRE_GET_FIN = 17,  /* receiver read payload by RDMA */
 	MRAIL_WIRE_PUT_FIN = 18,  /* sender wrote a payload chunk by RDMA */
+	MRAIL_WIRE_CREDIT = 19,   /* receiver grants eager bytes (v5) */
 	MRAIL_WIRE_TYPE_MAX = 32, /* types are below this */
 };
 
@@ -200,6 +201,13 @@ struct mrail_wire_rdv_done {
 	uint64_t total;
 };
 
+/* Eager flow control (v5, docs/flow-control.md): the receiver allows
+ * the sender `bytes` more bytes of eager payload; grants add up. */
+struct mrail_wire_credit {
+	struct mrail_wire_rec_hdr h;
+	uint64_t bytes;
+};
+
 /* Decoded record, pointing into the packet. */
 struct mrail_wire_rec {
 	int type;
@@ -219,6 +227,7 @@ struct mrail_wire_rec {
 		struct mrail_wire_ack ack_rec;
 		struct mrail_wire_rail_down rail_down;
 		struct mrail_wire_rdv_done rdv_done;
+		struct mrail_wire_credit credit;
 	} u;
 	const void *payload; /* EAGER: the message; BUSY: the entries;
 	                        RKEY: the key */
@@ -299,6 +308,7 @@ size_t mrail_wire_put_get_fin(void *buf, uint64_t send_id, uint64_t total,
 			      uint64_t bytes);
 size_t mrail_wire_put_put_fin(void *buf, uint64_t recv_id, uint64_t offset,
 			      uint64_t len);
+size_t mrail_wire_put_credit(void *buf, uint64_t bytes);
 /* RTR with flags (MRAIL_WIRE_RTR_PUT). */
 size_t mrail_wire_put_rtr_flags(void *buf, uint64_t send_id, uint64_t recv_id,
 				uint64_t offset, uint64_t len, uint64_t total,

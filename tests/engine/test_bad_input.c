@@ -100,6 +100,38 @@ static void send_frame(int fd, const void *head, uint32_t hlen,
 		xwrite(fd, body, body_len);
 }
 
+/* A frame written while A progresses (it is in this process: a blocking
+ * write into a full socket would wait for ever). 0 once A closed fd. */
+static int send_frame_progress(int fd, const void *head, uint32_t hlen)
+{
+	uint8_t h[16];
+	uint32_t magic = TCP_MAGIC_V1;
+	uint64_t none = 0;
+	memcpy(h, &magic, 4);
+	memcpy(h + 4, &hlen, 4);
+	memcpy(h + 8, &none, 8);
+	struct iovec v[2] = {{h, 16}, {(void *)head, hlen}};
+	size_t left = 16 + (size_t)hlen;
+	int i = 0;
+	while (left) {
+		ssize_t k = send(fd, v[i].iov_base, v[i].iov_len,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (k < 0 && (errno == EPIPE || errno == ECONNRESET))
+			return 0;
+		CHECK(k >= 0 || errno == EAGAIN || errno == EWOULDBLOCK);
+		if (k <= 0) {
+			mrail_progress(A);
+			continue;
+		}
+		left -= (size_t)k;
+		v[i].iov_base = (uint8_t *)v[i].iov_base + k;
+		v[i].iov_len -= (size_t)k;
+		if (v[i].iov_len == 0)
+			i++;
+	}
+	return 1;
+}
+
 /* Progress A until it closes fd (EOF or reset), at most `sec` seconds. */
 static int closed_by_a(int fd, double sec)
 {
@@ -251,6 +283,27 @@ static void attack(void)
 	send_frame(fd, pkt, sizeof pkt, 0, NULL);
 	CHECK(closed_by_a(fd, 5));
 	close(fd);
+
+	/* 8. An authenticated peer sending eager data beyond the credit A
+	 * granted it (4 MiB at most, docs/flow-control.md), nothing posted:
+	 * dropped instead of buffered. */
+	fd = authenticated_fake(UINT64_MAX - 3, &f);
+	size_t elen = 1 << 20, plen = 8 + mrail_wire_eager_size(elen);
+	uint8_t *ep = calloc(1, plen);
+	CHECK(ep);
+	for (uint64_t seq = 0; seq < 6; seq++) {
+		mrail_wire_put_pkt_hdr(ep);
+		/* Numbered like a real peer's packets (wire v5 pseq), so the
+		 * credit check is what rejects them. */
+		uint32_t pseq = (uint32_t)seq + 1;
+		memcpy(ep + 4, &pseq, sizeof pseq);
+		mrail_wire_put_eager(ep + 8, seq, 1, elen);
+		if (!send_frame_progress(fd, ep, (uint32_t)plen))
+			break;
+	}
+	CHECK(closed_by_a(fd, 5));
+	close(fd);
+	free(ep);
 }
 
 static int real_peer(mrail_engine_t *e, uint32_t rank, uint32_t n)
@@ -376,6 +429,7 @@ int main(void)
 	int ok = log_has(log, "rejected connection from 127.0.0.1") &&
 		 log_has(log, "bad job key") &&
 		 log_has(log, "no valid HELLO in time") &&
+		 log_has(log, "eager message beyond the credit granted") &&
 		 log_has(log, "connection dropped");
 	CHECK(ok);
 	printf("test_bad_input: all bad connections rejected and logged\n");

@@ -64,6 +64,7 @@ wire = {
     "ack": rec(12) + struct.pack("<Q", 3),
     "rail_down": rec(13) + struct.pack("<IIQ", 1, 0, 2),
     "rdv_done": rec(14) + struct.pack("<QQ", 5, 1 << 20),
+    "credit": rec(19) + struct.pack("<Q", 4 << 20),
 }
 for name, r in wire.items():
     write("wire", name, bytes([4]) + PKT + r)  # eager limit 4096

@@ -94,6 +94,25 @@ static void sync_rejects(void)
 	expect_reject(pkt, m, "non-zero length");
 }
 
+/* CREDIT (v5): a fixed 16-byte record that round-trips its grant. */
+static void credit_record(void)
+{
+	const char *why = NULL;
+	struct mrail_wire_rec rec;
+	size_t n = mrail_wire_put_pkt_hdr(pkt);
+	size_t m = n + mrail_wire_put_credit(pkt + n, 4u << 20);
+	CHECK(m - n == 16);
+	m += mrail_wire_put_eager(pkt + m, 0, 1, 0);
+	CHECK(parse_all(pkt, m, &why) == 2);
+	size_t off = mrail_wire_check_pkt_hdr(pkt, m, &why);
+	CHECK(mrail_wire_next(pkt, m, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.type == MRAIL_WIRE_CREDIT && rec.u.credit.bytes == 4u << 20);
+	m = n + mrail_wire_put_credit(pkt + n, 1);
+	expect_reject(pkt, m - 1, "truncated record");
+	pkt[n + 4] = 8;
+	expect_reject(pkt, m, "non-zero length");
+}
+
 static void expect_reject(const uint8_t *p, size_t len, const char *reason)
 {
 	const char *why = NULL;
@@ -202,6 +221,7 @@ int main(void)
 	failover_records();
 	rejections();
 	sync_rejects();
+	credit_record();
 	garbage();
 	puts("test_wire: ok");
 	return 0;
