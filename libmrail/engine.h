@@ -77,6 +77,16 @@ struct mrail_engine {
 	uint64_t uuid;
 	uint32_t rank, size;
 	int bootstrapped;
+	int lazy_connect;              /* gates connect at first use */
+	/* In-band models by local interface (inband.c): rails that come up
+	 * later (lazy connection) take them too. */
+	int inband_role;               /* enum inband_role */
+	int inband_serve_last;         /* rank 0, odd size: sample the last */
+	unsigned ninband;
+	struct inband_model {
+		char local_if[16];
+		double latency, bandwidth;
+	} inband[MRAIL_MAX_RAILS];
 
 	uint64_t host_id;              /* same host <=> same id (netns too) */
 	int eager_auto;                /* profiles may set the threshold */

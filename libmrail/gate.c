@@ -42,14 +42,30 @@ static void adopt_waiting_rails(struct mrail_engine *e, struct gate *g)
 	}
 }
 
-static int connect_rails(struct mrail_engine *e, struct gate *g)
+/*
+ * Connect the rails of this gate now: the first message to an idle peer
+ * (lazy connection), or every peer at creation (eager). Rails the peer
+ * already connected to us are kept; both sides connecting the same rail
+ * at once is settled in handshake.c (the connection initiated by the
+ * smaller uuid stays).
+ */
+void gate_connect_now(struct mrail_engine *e, struct gate *g)
 {
+	ENGINE_ASSERT_LOCKED(e);
+	if (g->state != GATE_IDLE)
+		return;
+	g->state = GATE_CONNECTING;
+	g->deadline = mrail_now() + e->cfg.connect_timeout;
 	for (unsigned i = 0; i < g->nrails; i++) {
+		if (g->rails[i])
+			continue;
 		struct rail_plan *p = &g->plan[i];
 		struct local_rail *l = &e->local[p->local_ep];
 		struct rail *r = rail_new(e, l);
-		if (!r)
-			return MRAIL_ERR_NOMEM;
+		if (!r) {
+			gate_fail(e, g, MRAIL_ERR_NOMEM, "no memory for a rail");
+			return;
+		}
 		r->gate = g;
 		r->index = i;
 		r->state = RAIL_CONNECTING;
@@ -63,10 +79,9 @@ static int connect_rails(struct mrail_engine *e, struct gate *g)
 		}
 		if (rc != MRAIL_OK) {
 			gate_fail(e, g, rc, "connecting a rail failed");
-			return MRAIL_OK; /* the gate exists; it failed */
+			return;
 		}
 	}
-	return MRAIL_OK;
 }
 
 static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
@@ -92,7 +107,7 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 	g->id = e->ngates;
 	g->uuid = uuid;
 	g->self = uuid == e->uuid;
-	g->state = g->self ? GATE_UP : GATE_CONNECTING;
+	g->state = g->self ? GATE_UP : GATE_IDLE;
 	g->eager_max = e->cfg.eager_max;
 	g->deadline = mrail_now() + e->cfg.connect_timeout;
 	snprintf(g->name, sizeof g->name, "%s %u",
@@ -142,11 +157,14 @@ int gate_add(struct mrail_engine *e, const void *addr, size_t len,
 		gate_fail(e, g, MRAIL_ERR_PEER, msg);
 		return MRAIL_OK;
 	}
-	/* The engine with the larger id connects, the other accepts: both
-	 * sides agree without talking first. */
-	if (e->uuid > pa.uuid)
-		return connect_rails(e, g);
+	/* Rails the peer connected before we knew it. */
 	adopt_waiting_rails(e, g);
+	/* Eager: the engine with the larger id connects, the other accepts,
+	 * so both sides agree without talking first. Lazy: whoever sends
+	 * first (gate_connect_now from send_post). */
+	if (!e->lazy_connect && e->uuid > pa.uuid &&
+	    g->state != GATE_FAILED)
+		gate_connect_now(e, g);
 	return MRAIL_OK;
 }
 

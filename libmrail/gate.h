@@ -18,7 +18,10 @@ struct mrail_engine;
 struct mrail_request;
 struct rail;
 
-enum gate_state { GATE_CONNECTING, GATE_UP, GATE_CLOSED, GATE_FAILED };
+/* GATE_IDLE: planned, no connection yet (lazy connection: the first
+ * message either side sends connects it, docs/scale.md). */
+enum gate_state { GATE_IDLE, GATE_CONNECTING, GATE_UP, GATE_CLOSED,
+		  GATE_FAILED };
 
 /* What address selection decided for one rail of a gate. */
 struct rail_plan {
@@ -50,7 +53,8 @@ struct gate {
 	struct mrail_list ooo;     /* records that arrived early, by seq */
 	struct mrail_list parts;   /* offloaded eager messages in parts */
 	size_t eager_max;          /* min over rails */
-	double deadline;           /* rails must be up before */
+	double deadline;           /* rails must be up before (set when
+	                              connecting starts) */
 	void *strategy_peer;       /* the strategy's per-peer state */
 };
 
@@ -61,6 +65,9 @@ struct gate *gate_get(struct mrail_engine *e, mrail_peer_t id);
 void gate_fail(struct mrail_engine *e, struct gate *g, int error,
 	       const char *why);
 void gate_free(struct mrail_engine *e, struct gate *g);
+/* Connect the rails of this gate now (an idle gate; else nothing to do).
+ * A failure fails the gate, not the call. */
+void gate_connect_now(struct mrail_engine *e, struct gate *g);
 int gate_rail_info(struct mrail_engine *e, mrail_peer_t peer, int rail,
 		   struct mrail_rail_info *info);
 int gate_rail_stats(struct mrail_engine *e, mrail_peer_t peer, int rail,
