@@ -197,6 +197,7 @@ static int bootstrap_wireup(struct mrail_engine *e,
 	if (e->cfg.connect_mode == MRAIL_CONNECT_AUTO)
 		e->lazy_connect = e->size > MRAIL_CONNECT_EAGER_RANKS;
 	e->bootstrapped = 1;
+	engine_set_idle_wait(e, bo->local_size ? bo->local_size(bs) : 1);
 	snprintf(prefix, sizeof prefix, "rank %u", e->rank);
 	mrail_log_set_prefix(prefix);
 	double t0 = mrail_now();
@@ -344,6 +345,7 @@ struct mrail_engine *engine_alloc(void)
 	mrail_list_init(&e->free_ops);
 	requests_init(e);
 	e->wake_fd = -1;
+	e->idle_wait_max_ms = 1;
 	return e;
 }
 
@@ -439,6 +441,7 @@ void engine_free(struct mrail_engine *e)
 	for (uint32_t i = 0; i < e->ngates; i++)
 		gate_free(e, e->gates[i]);
 	free(e->gates);
+	free(e->by_uuid);
 	mrail_list_foreach_safe(pos, tmp, &e->handshaking) {
 		struct rail *r = mrail_list_entry(pos, struct rail, link);
 		mrail_list_remove(pos);

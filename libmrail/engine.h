@@ -78,6 +78,7 @@ struct mrail_engine {
 	uint32_t rank, size;
 	int bootstrapped;
 	int lazy_connect;              /* gates connect at first use */
+	int idle_wait_max_ms;          /* longest wait sleep (progress.c) */
 	/* In-band models by local interface (inband.c): rails that come up
 	 * later (lazy connection) take them too. */
 	int inband_role;               /* enum inband_role */
@@ -107,6 +108,8 @@ struct mrail_engine {
 
 	uint32_t ngates, gates_cap;
 	struct gate **gates;
+	struct gate **by_uuid;         /* open addressing, cap a power of 2 */
+	uint32_t by_uuid_cap;
 	struct mrail_list handshaking; /* accepted rails before HELLO */
 	struct mrail_list sched_gates; /* gates with queued sends */
 
@@ -164,5 +167,8 @@ int progress_thread_start(struct mrail_engine *e);
 void progress_thread_ask_stop(struct mrail_engine *e);
 void progress_thread_join(struct mrail_engine *e);
 void engine_idle_wait(struct mrail_engine *e, int timeout_ms);
+/* How long a waiting call may sleep between progress rounds: 1 ms, more
+ * when this host runs more ranks than it has cores (docs/scale.md). */
+void engine_set_idle_wait(struct mrail_engine *e, uint32_t local_ranks);
 
 #endif

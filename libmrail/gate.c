@@ -12,12 +12,50 @@ struct gate *gate_get(struct mrail_engine *e, mrail_peer_t id)
 	return id < e->ngates ? e->gates[id] : NULL;
 }
 
-static struct gate *gate_by_uuid(struct mrail_engine *e, uint64_t uuid)
+static uint32_t uuid_slot(uint64_t uuid, uint32_t cap)
 {
-	for (uint32_t i = 0; i < e->ngates; i++)
-		if (e->gates[i]->uuid == uuid)
-			return e->gates[i];
-	return NULL;
+	/* uuids are random already; mix anyway against a poor source. */
+	uuid ^= uuid >> 33;
+	uuid *= 0xff51afd7ed558ccdULL;
+	uuid ^= uuid >> 33;
+	return (uint32_t)uuid & (cap - 1);
+}
+
+struct gate *gate_find_uuid(struct mrail_engine *e, uint64_t uuid)
+{
+	if (!e->by_uuid_cap)
+		return NULL;
+	for (uint32_t i = uuid_slot(uuid, e->by_uuid_cap);;
+	     i = (i + 1) & (e->by_uuid_cap - 1)) {
+		struct gate *g = e->by_uuid[i];
+		if (!g || g->uuid == uuid)
+			return g;
+	}
+}
+
+/* Kept at most half full, so lookups stop at an empty slot. */
+static int uuid_index_add(struct mrail_engine *e, struct gate *g)
+{
+	if (2 * (e->ngates + 1) > e->by_uuid_cap) {
+		uint32_t cap = e->by_uuid_cap ? 2 * e->by_uuid_cap : 32;
+		struct gate **t = calloc(cap, sizeof *t);
+		if (!t)
+			return MRAIL_ERR_NOMEM;
+		for (uint32_t k = 0; k < e->ngates; k++) {
+			uint32_t i = uuid_slot(e->gates[k]->uuid, cap);
+			while (t[i])
+				i = (i + 1) & (cap - 1);
+			t[i] = e->gates[k];
+		}
+		free(e->by_uuid);
+		e->by_uuid = t;
+		e->by_uuid_cap = cap;
+	}
+	uint32_t i = uuid_slot(g->uuid, e->by_uuid_cap);
+	while (e->by_uuid[i])
+		i = (i + 1) & (e->by_uuid_cap - 1);
+	e->by_uuid[i] = g;
+	return MRAIL_OK;
 }
 
 /* Accepted rails that authenticated before their gate was added. */
@@ -119,6 +157,13 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 		free(g);
 		return NULL;
 	}
+	if (uuid_index_add(e, g)) {
+		if (e->strategy && e->strategy->peer_fini)
+			e->strategy->peer_fini(e->strategy_state,
+					       g->strategy_peer);
+		free(g);
+		return NULL;
+	}
 	e->gates[e->ngates++] = g;
 	return g;
 }
@@ -135,7 +180,7 @@ int gate_add(struct mrail_engine *e, const void *addr, size_t len,
 		mrail_error("mrail_peer_add: %s (%zu bytes)", why, len);
 		return MRAIL_ERR_INVALID;
 	}
-	if (gate_by_uuid(e, pa.uuid)) {
+	if (gate_find_uuid(e, pa.uuid)) {
 		mrail_error("mrail_peer_add: this peer was already added");
 		address_free(&pa);
 		return MRAIL_ERR_INVALID;

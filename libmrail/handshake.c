@@ -99,10 +99,7 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 	struct gate *g;
 
 	if (!r->gate) { /* accepted: bind to the gate the HELLO named */
-		g = NULL;
-		for (uint32_t i = 0; i < e->ngates && !g; i++)
-			if (e->gates[i]->uuid == r->peer_uuid)
-				g = e->gates[i];
+		g = gate_find_uuid(e, r->peer_uuid);
 		mrail_list_remove(&r->link);
 		r->gate = g;
 		g->rails[r->index] = r;
@@ -200,10 +197,8 @@ static const char *check_hello(struct mrail_engine *e, struct rail *r,
 		return "HELLO meant for another engine";
 	if (h->rail_index >= MRAIL_MAX_RAILS || h->rail_index >= h->nrails)
 		return "HELLO names a rail we do not have";
-	for (uint32_t i = 0; i < e->ngates; i++) {
-		struct gate *g = e->gates[i];
-		if (g->uuid != h->src_uuid)
-			continue;
+	struct gate *g = gate_find_uuid(e, h->src_uuid);
+	if (g) {
 		if (h->nrails != g->nrails)
 			return "peer chose a different number of rails";
 		struct rail *have = g->rails[h->rail_index];
@@ -256,11 +251,10 @@ void handshake_on_frame(struct mrail_engine *e, struct rail *r,
 		r->hello_nrails = rec.u.hello.nrails;
 		r->authenticated = 1;
 		memcpy(r->hello_nonce, rec.u.hello.nonce, sizeof r->hello_nonce);
-		for (uint32_t i = 0; i < e->ngates; i++)
-			if (e->gates[i]->uuid == r->peer_uuid) {
-				rail_up(e, r);
-				return;
-			}
+		if (gate_find_uuid(e, r->peer_uuid)) {
+			rail_up(e, r);
+			return;
+		}
 		/* Known later, when the application adds this peer. */
 		return;
 	}

@@ -18,7 +18,7 @@
 
 #define TAG_RING 0x5CA1E
 #define SMALL 1024
-#define LARGE (256u << 10) /* above any eager threshold: rendezvous */
+#define LARGE (64u << 10) /* above the default eager threshold: rendezvous */
 
 static double now(void)
 {
