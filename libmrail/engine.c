@@ -145,8 +145,10 @@ static int bootstrap_exchange(struct mrail_engine *e,
 			rc = bo->put(bs, "mrail.jobkey", e->cfg.job_key,
 				     sizeof e->cfg.job_key);
 	}
+	double t0 = mrail_now();
 	if (!rc)
 		rc = bo->fence(bs);
+	double t1 = mrail_now();
 	if (!rc && make_key) {
 		size_t klen = sizeof e->cfg.job_key;
 		rc = bo->get(bs, "mrail.jobkey", e->cfg.job_key, &klen);
@@ -165,6 +167,7 @@ static int bootstrap_exchange(struct mrail_engine *e,
 		rc = MRAIL_ERR_NOMEM;
 	if (!rc)
 		rc = fetch_addresses(e, bo, bs, blobs, lens, pas, &slab);
+	double t2 = mrail_now();
 	/* Collisions are a property of the whole job, not of one pair. */
 	if (!rc)
 		rc = engine_find_dups(e, pas, e->size);
@@ -174,6 +177,8 @@ static int bootstrap_exchange(struct mrail_engine *e,
 		mrail_peer_t id;
 		rc = gate_add(e, blobs[r], lens[r], &id);
 	}
+	mrail_debug("exchange: fence %.3f s, addresses %.3f s, gates %.3f s",
+		    t1 - t0, t2 - t1, mrail_now() - t2);
 	for (uint32_t r = 0; pas && r < e->size; r++)
 		address_free(&pas[r]);
 	free_addresses(blobs, e->size, slab);

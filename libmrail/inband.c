@@ -289,6 +289,15 @@ void inband_plan(struct mrail_engine *e, const struct peer_address *pas)
 	if (!e->lazy_connect || e->size < 2)
 		return;
 	e->inband_role = role_of(pas, e->size, e->rank);
+	/* Oversubscribed (engine_set_idle_wait): a ping-pong on this host
+	 * measured 60 ms "latency" among 1024 ranks on 2 cores, and every
+	 * rank of the host would use it. Both ranks of a same-host pair see
+	 * the same host, so they decide alike; pairs across hosts sample. */
+	if (e->idle_wait_max_ms > 1 && e->inband_role != INBAND_PAIR) {
+		e->inband_role = INBAND_NONE;
+		mrail_info("in-band sampling skipped: more ranks than cores "
+			   "on this host; nominal models");
+	}
 	if (e->inband_serve_last)
 		e->inband_serve_last =
 			role_of(pas, e->size, e->size - 1) == INBAND_PAIR;
@@ -325,7 +334,7 @@ void inband_sample(struct mrail_engine *e, const struct mrail_bootstrap_ops *bo,
 		   struct mrail_bootstrap *bs)
 {
 	if (!e->cfg.inband_sampling || e->size < 2 ||
-	    e->inband_role == INBAND_FETCH)
+	    e->inband_role == INBAND_FETCH || e->inband_role == INBAND_NONE)
 		return;
 	uint32_t last = e->size - 1;
 	if ((e->rank ^ 1) < e->size)

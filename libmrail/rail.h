@@ -136,6 +136,8 @@ enum inband_role {
 	INBAND_PAIR,     /* with our partner, as every rank in eager mode */
 	INBAND_PUBLISH,  /* the host's pair: sample, then publish the models */
 	INBAND_FETCH,    /* take the models the host's pair published */
+	INBAND_NONE,     /* this host runs more ranks than cores: timings
+	                    would measure the scheduler, not the rails */
 };
 struct peer_address;
 struct mrail_bootstrap_ops;
