@@ -122,6 +122,12 @@ void gate_connect_now(struct mrail_engine *e, struct gate *g)
 	}
 }
 
+void gate_first_use(struct mrail_engine *e, struct gate *g)
+{
+	if (e->lazy_connect && g->state == GATE_IDLE)
+		gate_connect_now(e, g);
+}
+
 static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 {
 	struct gate *g = calloc(1, sizeof *g);

@@ -71,6 +71,10 @@ void gate_free(struct mrail_engine *e, struct gate *g);
 /* Connect the rails of this gate now (an idle gate; else nothing to do).
  * A failure fails the gate, not the call. */
 void gate_connect_now(struct mrail_engine *e, struct gate *g);
+/* A message is queued on g: with lazy connection, connect it now. (With
+ * eager connection the engine with the larger uuid connects; the other
+ * waits for it.) */
+void gate_first_use(struct mrail_engine *e, struct gate *g);
 int gate_rail_info(struct mrail_engine *e, mrail_peer_t peer, int rail,
 		   struct mrail_rail_info *info);
 int gate_rail_stats(struct mrail_engine *e, mrail_peer_t peer, int rail,
