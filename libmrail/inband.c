@@ -307,7 +307,7 @@ void inband_plan(struct mrail_engine *e, const struct peer_address *pas)
  * "<local_if> <latency s> <bandwidth B/s>\n" (docs/scale.md). */
 static void inband_key(struct mrail_engine *e, char *key, size_t len)
 {
-	snprintf(key, len, "mrail.inband.%016llx",
+	snprintf(key, len, "mrail.inband.h%016llx",
 		 (unsigned long long)e->host_id);
 }
 
