@@ -284,23 +284,32 @@ static int role_of(const struct peer_address *pas, uint32_t size, uint32_t r)
 
 void inband_plan(struct mrail_engine *e, const struct peer_address *pas)
 {
+	uint32_t last = e->size - 1;
 	e->inband_role = INBAND_PAIR;
 	e->inband_serve_last = e->size % 2 == 1 && e->rank == 0;
-	if (!e->lazy_connect || e->size < 2)
+	if (e->size < 2)
 		return;
-	e->inband_role = role_of(pas, e->size, e->rank);
+	/* Eager: every pair samples; lazy: one pair per host for its
+	 * loopback rails. */
+	e->inband_role = e->lazy_connect ? role_of(pas, e->size, e->rank)
+					 : INBAND_PAIR;
+	int last_role = e->lazy_connect ? role_of(pas, e->size, last)
+					: INBAND_PAIR;
 	/* Oversubscribed (engine_set_idle_wait): a ping-pong on this host
-	 * measured 60 ms "latency" among 1024 ranks on 2 cores, and every
-	 * rank of the host would use it. Both ranks of a same-host pair see
-	 * the same host, so they decide alike; pairs across hosts sample. */
-	if (e->idle_wait_max_ms > 1 && e->inband_role != INBAND_PAIR) {
+	 * measured 60 ms "latency" among 1024 ranks on 2 cores (and 24 ranks
+	 * sampling at once took a minute under ASan), and the host's ranks
+	 * would use it. Both ranks of a same-host pair see the same host, so
+	 * they decide alike; pairs across hosts still sample. */
+	uint32_t p = (e->rank ^ 1) < e->size ? e->rank ^ 1 : 0;
+	if (e->idle_wait_max_ms > 1 && pas[p].host_id == e->host_id) {
 		e->inband_role = INBAND_NONE;
 		mrail_info("in-band sampling skipped: more ranks than cores "
 			   "on this host; nominal models");
 	}
+	if (e->idle_wait_max_ms > 1 && pas[last].host_id == e->host_id)
+		last_role = INBAND_NONE;
 	if (e->inband_serve_last)
-		e->inband_serve_last =
-			role_of(pas, e->size, e->size - 1) == INBAND_PAIR;
+		e->inband_serve_last = last_role == INBAND_PAIR;
 }
 
 /* The published figures: "mrail-inband 1\n" then one line per interface
