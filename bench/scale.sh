@@ -16,6 +16,8 @@
 #              (40: above 32 ranks, as the sizes measured: lazy connection,
 #              no interface discovery; N must be above 40)
 #   rss/peer   the same with VmRSS (page granular: noisy below ~64 ranks)
+#   used/peer  heap per peer after the exchange (its buffers freed): with
+#              --mode alltoall, what one more connected, now idle, peer costs
 # Figures on a shared machine are noisy: cpu is the least load-dependent.
 set -eu
 
@@ -51,19 +53,20 @@ job() {
 	awk '{printf "%s %.2f\n", $1, $2 + $3}' "$TMP/time"
 }
 
-# Mean heap and RSS of the ranks of the last job.
+# Mean heap and RSS of the ranks of the last job; mean heap after use.
 means() {
 	awk '/^scale-report/ { for (i = 2; i <= NF; i++) { split($i, kv, "=");
-		v[kv[1]] = kv[2] } h += v["heap_bytes"]; r += v["rss_kib"]; c++ }
-		END { printf "%.0f %.0f\n", h / c, r / c }' "$TMP/out"
+		v[kv[1]] = kv[2] } h += v["heap_bytes"]; r += v["rss_kib"];
+		u += v["heap_used"]; c++ }
+		END { printf "%.0f %.0f %.0f\n", h / c, r / c, u / c }' "$TMP/out"
 }
 
 BASE=40
 job $BASE >/dev/null
-read -r H2 R2 <<EOF
+read -r H2 R2 U2 <<EOF
 $(means)
 EOF
-printf '%6s %8s %7s %7s %14s %9s %10s %9s\n' ranks total spawn wireup create cpu/rank heap/peer rss/peer
+printf '%6s %8s %7s %7s %14s %9s %10s %9s %10s\n' ranks total spawn wireup create cpu/rank heap/peer rss/peer used/peer
 for n in "$@"; do
 	[ "$n" -gt 40 ] 2>/dev/null || { echo "scale.sh: sizes must be numbers above 40" >&2; exit 2; }
 	k=0
@@ -72,11 +75,11 @@ for n in "$@"; do
 		read -r TOTAL CPU <<EOF
 $(job "$n")
 EOF
-		read -r H R <<EOF
+		read -r H R U <<EOF
 $(means)
 EOF
 		awk -v n="$n" -v total="$TOTAL" -v cpu="$CPU" -v h="$H" -v r="$R" \
-		    -v h2="$H2" -v r2="$R2" -v b="$BASE" '
+		    -v h2="$H2" -v r2="$R2" -v b="$BASE" -v u="$U" -v u2="$U2" '
 		/^scale-report/ { for (i = 2; i <= NF; i++) { split($i, kv, "=");
 			v[kv[1]] = kv[2] }
 			if (!c || v["start"] < s0) s0 = v["start"]
@@ -84,8 +87,9 @@ EOF
 			if (!c || v["created"] > c1) c1 = v["created"]
 			cs += v["create_s"]; if (v["create_s"] > cm) cm = v["create_s"]
 			c++ }
-		END { printf "%6d %7.2fs %6.2fs %6.2fs %6.2f/%5.2fs %8.1fms %9.0fB %7.1fKiB\n",
+		END { printf "%6d %7.2fs %6.2fs %6.2fs %6.2f/%5.2fs %8.1fms %9.0fB %7.1fKiB %9.0fB\n",
 			n, total, s1 - s0, c1 - s1, cs / c, cm, 1000 * cpu / n,
-			(h - h2) / (n - b), (r - r2) / (n - b) }' "$TMP/out"
+			(h - h2) / (n - b), (r - r2) / (n - b),
+			(u - u2) / (n - b) }' "$TMP/out"
 	done
 done

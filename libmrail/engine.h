@@ -123,6 +123,7 @@ struct mrail_engine {
 	uint32_t handles_cap, handles_free_hint;
 
 	struct mrail_list free_ops;    /* recycled packet send_ops */
+	unsigned nfree_ops;            /* at most FREE_OPS_MAX (rail.c) */
 	size_t packet_cap;
 
 	int progress_thread_running;

@@ -8,7 +8,7 @@
  * --lazy: also check that peers never messaged have no connection (rail
  *   info and stats show every rail of theirs down, no byte sent).
  * --report: one line per rank for bench/scale.sh: creation time, heap in
- *   use and RSS after creation, connected peers.
+ *   use and RSS after creation and after the exchange, connected peers.
  */
 #include "../engine/harness.h"
 
@@ -179,6 +179,10 @@ int main(int argc, char **argv)
 	if (n == 2)
 		np = 1;
 	exchange(e, peers, np);
+	/* After the exchange, with its buffers freed: what the peers used
+	 * (connected, now idle) cost. */
+	struct mallinfo2 mu = mallinfo2();
+	long rss_used = rss_kib();
 
 	uint32_t nconn = 0;
 	for (uint32_t p = 0; p < n; p++) {
@@ -203,10 +207,11 @@ int main(int argc, char **argv)
 	if (report)
 		printf("scale-report rank=%u size=%u create_s=%.4f "
 		       "heap_bytes=%zu rss_kib=%ld connected=%u start=%.6f "
-		       "created=%.6f\n", me, n, t_create,
-		       mi.uordblks + mi.hblkhd, rss, nconn,
+		       "created=%.6f heap_used=%zu rss_used_kib=%ld\n", me, n,
+		       t_create, mi.uordblks + mi.hblkhd, rss, nconn,
 		       (double)w0.tv_sec + 1e-9 * (double)w0.tv_nsec,
-		       (double)w1.tv_sec + 1e-9 * (double)w1.tv_nsec);
+		       (double)w1.tv_sec + 1e-9 * (double)w1.tv_nsec,
+		       mu.uordblks + mu.hblkhd, rss_used);
 	/* Nobody leaves before everyone checked its connections. */
 	ring_barrier(e);
 	CHECK_RC(mrail_engine_destroy(e));
