@@ -175,7 +175,7 @@ static int bootstrap_exchange(struct mrail_engine *e,
 		inband_plan(e, pas);
 	for (uint32_t r = 0; r < e->size && !rc; r++) {
 		mrail_peer_t id;
-		rc = gate_add(e, blobs[r], lens[r], &id);
+		rc = gate_add_parsed(e, &pas[r], &id);
 	}
 	mrail_debug("exchange: fence %.3f s, addresses %.3f s, gates %.3f s",
 		    t1 - t0, t2 - t1, mrail_now() - t2);

@@ -174,34 +174,23 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 	return g;
 }
 
-int gate_add(struct mrail_engine *e, const void *addr, size_t len,
-	     mrail_peer_t *out)
+int gate_add_parsed(struct mrail_engine *e, const struct peer_address *pa,
+		    mrail_peer_t *out)
 {
 	ENGINE_ASSERT_LOCKED(e);
-	struct peer_address pa;
-	const char *why = NULL;
 	char reason[1024];
 
-	if (address_parse(addr, len, &pa, &why)) {
-		mrail_error("mrail_peer_add: %s (%zu bytes)", why, len);
-		return MRAIL_ERR_INVALID;
-	}
-	if (gate_find_uuid(e, pa.uuid)) {
+	if (gate_find_uuid(e, pa->uuid)) {
 		mrail_error("mrail_peer_add: this peer was already added");
-		address_free(&pa);
 		return MRAIL_ERR_INVALID;
 	}
-	struct gate *g = gate_new(e, pa.uuid);
-	if (!g) {
-		address_free(&pa);
+	struct gate *g = gate_new(e, pa->uuid);
+	if (!g)
 		return MRAIL_ERR_NOMEM;
-	}
 	*out = g->id;
-	int rc = g->self ? MRAIL_OK
-			 : gate_plan_rails(e, g, &pa, reason, sizeof reason);
-	address_free(&pa);
 	if (g->self)
 		return MRAIL_OK;
+	int rc = gate_plan_rails(e, g, pa, reason, sizeof reason);
 	if (rc != MRAIL_OK) {
 		char msg[1100];
 		snprintf(msg, sizeof msg, "no rail to this peer: %s", reason);
@@ -212,11 +201,27 @@ int gate_add(struct mrail_engine *e, const void *addr, size_t len,
 	adopt_waiting_rails(e, g);
 	/* Eager: the engine with the larger id connects, the other accepts,
 	 * so both sides agree without talking first. Lazy: whoever sends
-	 * first (gate_connect_now from send_post). */
-	if (!e->lazy_connect && e->uuid > pa.uuid &&
+	 * first (gate_first_use from send_post). */
+	if (!e->lazy_connect && e->uuid > pa->uuid &&
 	    g->state != GATE_FAILED)
 		gate_connect_now(e, g);
 	return MRAIL_OK;
+}
+
+int gate_add(struct mrail_engine *e, const void *addr, size_t len,
+	     mrail_peer_t *out)
+{
+	ENGINE_ASSERT_LOCKED(e);
+	struct peer_address pa;
+	const char *why = NULL;
+
+	if (address_parse(addr, len, &pa, &why)) {
+		mrail_error("mrail_peer_add: %s (%zu bytes)", why, len);
+		return MRAIL_ERR_INVALID;
+	}
+	int rc = gate_add_parsed(e, &pa, out);
+	address_free(&pa);
+	return rc;
 }
 
 void gate_fail(struct mrail_engine *e, struct gate *g, int error,

@@ -61,6 +61,11 @@ struct gate {
 /* gate.c */
 int gate_add(struct mrail_engine *e, const void *addr, size_t len,
 	     mrail_peer_t *out);
+/* The same from an address already parsed (bootstrap: parsed once for
+ * the whole job's duplicate check). */
+struct peer_address;
+int gate_add_parsed(struct mrail_engine *e, const struct peer_address *pa,
+		    mrail_peer_t *out);
 struct gate *gate_get(struct mrail_engine *e, mrail_peer_t id);
 /* The gate of the engine with this uuid, or NULL (constant time: HELLOs
  * and peer adds of a 1024-rank job were quadratic). */
