@@ -94,7 +94,7 @@ enum mrail_error {
 MRAIL_API const char *mrail_strerror(int err);
 
 /* ---- configuration ---------------------------------------------------- */
-/* 3: unexpected_max, unexpected_peer_max appended */
+/* 3: unexpected_max, unexpected_peer_max, connect_mode appended */
 #define MRAIL_CONFIG_VERSION 3
 #define MRAIL_JOB_KEY_BYTES 16
 #define MRAIL_EAGER_MAX_AUTO ((size_t)-1)
@@ -189,7 +189,17 @@ struct mrail_config {
 	                              peers (default 64 MiB) */
 	size_t unexpected_peer_max; /* MRAIL_UNEXPECTED_PEER_MAX: bytes per
 	                              peer (default 4 MiB) */
+	int connect_mode;          /* MRAIL_CONNECT: auto|eager|lazy (enum
+	                              mrail_connect_mode, default auto: eager up
+	                              to MRAIL_CONNECT_EAGER_RANKS ranks, lazy
+	                              above; docs/scale.md) */
 };
+/* When a bootstrapped engine connects its rails to a peer: all at
+ * creation (eager) or at the first message either side sends (lazy). */
+enum mrail_connect_mode {
+	MRAIL_CONNECT_AUTO = 0, MRAIL_CONNECT_EAGER = 1, MRAIL_CONNECT_LAZY = 2,
+};
+#define MRAIL_CONNECT_EAGER_RANKS 32
 enum mrail_rdv_protocol {
 	MRAIL_RDV_AUTO = 0, MRAIL_RDV_GET = 1, MRAIL_RDV_PUT = 2,
 	MRAIL_RDV_SEND = 3,

@@ -277,10 +277,13 @@ static const char *exec_error_text(const char *prog, int err)
  * ranks exceed the usual soft limit of 1024 descriptors. Raise it as far as
  * allowed; ranks get the original back.
  */
+/* Ranks forked before the first of them is checked to have exec'd. */
+#define SPAWN_BATCH 64
+
 static void raise_fd_limit(struct rlimit *orig, unsigned np, bool tagged)
 {
 	struct rlimit want;
-	rlim_t need = 64 + (rlim_t)np * (tagged ? 3 : 1);
+	rlim_t need = 64 + SPAWN_BATCH + (rlim_t)np * (tagged ? 3 : 1);
 
 	if (getrlimit(RLIMIT_NOFILE, orig) < 0) {
 		orig->rlim_cur = orig->rlim_max = RLIM_INFINITY;
@@ -312,32 +315,49 @@ static void start_ranks(struct job *job, const char *job_key,
 		.child_nofile = orig_nofile,
 	};
 
-	for (unsigned r = 0; r < o->np; r++) {
-		struct rank_proc *p = &job->ranks[r];
-		int rc = spawn_rank(&cfg, r, &job->launch[r], p);
-		if (rc == 0 || rc > 0) {
+	/* In batches: a batch's ranks exec at once; SPAWN_BATCH exec-error
+	 * pipes open at most (raise_fd_limit counts them). */
+	int errfd[SPAWN_BATCH];
+	for (unsigned base = 0; base < o->np; base += SPAWN_BATCH) {
+		unsigned end = base + SPAWN_BATCH < o->np ? base + SPAWN_BATCH
+							  : o->np;
+		unsigned started = base;
+		int failed = 0;
+		while (started < end &&
+		       spawn_rank_start(&cfg, started, &job->launch[started],
+					&job->ranks[started],
+					&errfd[started - base]) == 0)
+			started++;
+		if (started < end) { /* fork or pipe failed (logged) */
+			fail_job(job, 1);
+			failed = 1;
+		}
+		for (unsigned r = base; r < started; r++) {
+			struct rank_proc *p = &job->ranks[r];
+			int rc = spawn_rank_check(p, errfd[r - base]);
 			if (o->tag_output) {
 				tagged_stream_init(&job->streams[2 * r],
 						   p->out_fd, STDOUT_FILENO, r);
 				tagged_stream_init(&job->streams[2 * r + 1],
 						   p->err_fd, STDERR_FILENO, r);
 			}
+			if (rc == 0) {
+				job->running++;
+				continue;
+			}
+			if (!failed)
+				fprintf(stderr, "mrail-run: cannot execute '%s' "
+					"(rank %u): %s\n",
+					job->launch[r].argv[0], r, strerror(rc));
+			if (!failed)
+				fail_job(job, exec_error_code(rc));
+			failed = 1;
 		}
-		if (rc == 0) {
-			job->running++;
-			continue;
+		if (failed) {
+			if (job->running > 0)
+				terminate(job, SIGTERM);
+			return;
 		}
-		if (rc > 0) {
-			fprintf(stderr, "mrail-run: cannot execute '%s' (rank "
-				"%u): %s\n", job->launch[r].argv[0], r,
-				strerror(rc));
-			fail_job(job, exec_error_code(rc));
-		} else {
-			fail_job(job, 1);
-		}
-		if (job->running > 0)
-			terminate(job, SIGTERM);
-		return;
 	}
 }
 

@@ -115,8 +115,9 @@ static void close_pair(int p[2])
 			close(p[i]);
 }
 
-int spawn_rank(const struct spawn_config *cfg, unsigned rank,
-	       const struct rank_launch *l, struct rank_proc *p)
+int spawn_rank_start(const struct spawn_config *cfg, unsigned rank,
+		     const struct rank_launch *l, struct rank_proc *p,
+		     int *errfd)
 {
 	int errpipe[2], out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
 	pid_t parent = getpid();
@@ -154,12 +155,19 @@ int spawn_rank(const struct spawn_config *cfg, unsigned rank,
 		p->out_fd = out_pipe[0];
 		p->err_fd = err_pipe[0];
 	}
+	*errfd = errpipe[0];
+	return 0;
+}
+
+int spawn_rank_check(struct rank_proc *p, int errfd)
+{
+	pid_t pid = p->pid;
 	int err = 0;
 	ssize_t n;
 	do
-		n = read(errpipe[0], &err, sizeof err); /* EOF = exec worked */
+		n = read(errfd, &err, sizeof err); /* EOF = exec worked */
 	while (n < 0 && errno == EINTR);
-	close(errpipe[0]);
+	close(errfd);
 	if (n == (ssize_t)sizeof err && err) {
 		while (waitpid(pid, &p->status, 0) < 0 && errno == EINTR)
 			;
@@ -167,6 +175,14 @@ int spawn_rank(const struct spawn_config *cfg, unsigned rank,
 		return err;
 	}
 	return 0;
+}
+
+int spawn_rank(const struct spawn_config *cfg, unsigned rank,
+	       const struct rank_launch *l, struct rank_proc *p)
+{
+	int errfd;
+	int rc = spawn_rank_start(cfg, rank, l, p, &errfd);
+	return rc ? rc : spawn_rank_check(p, errfd);
 }
 
 void signal_rank(const struct rank_proc *p, int sig)

@@ -16,6 +16,7 @@
 struct backoff {
 	unsigned idle;
 	double idle_since;
+	int wait_ms;
 };
 
 static void backoff_step(struct mrail_engine *e, struct backoff *b, int events)
@@ -32,7 +33,16 @@ static void backoff_step(struct mrail_engine *e, struct backoff *b, int events)
 		sched_yield();
 		return;
 	}
-	engine_idle_wait(e, 1);
+	/* Oversubscribed (many ranks per core): sleep longer and longer, up
+	 * to e->idle_wait_max_ms; a socket event still wakes us at once.
+	 * 1024 waiting ranks waking every 1 ms kept 2 cores busy. */
+	if (b->wait_ms < 1 || mrail_now() - b->idle_since < 20e-3)
+		b->wait_ms = 1;
+	else if (b->wait_ms < e->idle_wait_max_ms)
+		b->wait_ms *= 2;
+	if (b->wait_ms > e->idle_wait_max_ms)
+		b->wait_ms = e->idle_wait_max_ms > 0 ? e->idle_wait_max_ms : 1;
+	engine_idle_wait(e, b->wait_ms);
 }
 
 /* One round of progress for test/wait: driver events, then callbacks. */
@@ -78,7 +88,7 @@ MRAIL_API int mrail_test(mrail_engine_t *e, mrail_request_t *r,
 MRAIL_API int mrail_wait(mrail_engine_t *e, mrail_request_t *r,
 			 mrail_status_t *st)
 {
-	struct backoff b = {0, 0};
+	struct backoff b = {0, 0, 0};
 	if (!e || !r)
 		return MRAIL_ERR_INVALID;
 	for (;;) {
@@ -96,7 +106,7 @@ MRAIL_API int mrail_wait(mrail_engine_t *e, mrail_request_t *r,
 MRAIL_API int mrail_wait_all(mrail_engine_t *e, size_t n, mrail_request_t **reqs,
 			     mrail_status_t *sts)
 {
-	struct backoff b = {0, 0};
+	struct backoff b = {0, 0, 0};
 	int first_error = MRAIL_OK;
 	size_t left = 0;
 
@@ -128,7 +138,7 @@ MRAIL_API int mrail_wait_all(mrail_engine_t *e, size_t n, mrail_request_t **reqs
 MRAIL_API int mrail_wait_any(mrail_engine_t *e, size_t n, mrail_request_t **reqs,
 			     size_t *index, mrail_status_t *st)
 {
-	struct backoff b = {0, 0};
+	struct backoff b = {0, 0, 0};
 	size_t live = 0;
 
 	if (!e || !index || (n && !reqs))

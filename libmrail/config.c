@@ -27,7 +27,7 @@ static const char *const known_vars[] = {
 	"MRAIL_RAIL_TIMEOUT", /* libmrail/failover.c */
 	"MRAIL_TCP_SOCKBUF", /* drivers/tcp */
 	"MRAIL_OFI_PROVIDER", "MRAIL_OFI_DOMAINS", /* drivers/ofi */
-	"MRAIL_INBAND_SAMPLING", "MRAIL_THREAD_LEVEL",
+	"MRAIL_INBAND_SAMPLING", "MRAIL_THREAD_LEVEL", "MRAIL_CONNECT",
 	"MRAIL_OFFLOAD_CORES", "MRAIL_OFFLOAD_FORCE", /* libmrail/offload */
 	/* set by mrail-run for the bootstrap */
 	"MRAIL_RANK", "MRAIL_SIZE", "MRAIL_LOCAL_RANK", "MRAIL_LOCAL_SIZE",
@@ -203,6 +203,17 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 		else
 			return bad("MRAIL_THREAD_LEVEL", tl,
 				   "single, serialized or multiple");
+	}
+	const char *cm = getenv("MRAIL_CONNECT");
+	if (cm) {
+		if (!strcmp(cm, "auto"))
+			c->connect_mode = MRAIL_CONNECT_AUTO;
+		else if (!strcmp(cm, "eager"))
+			c->connect_mode = MRAIL_CONNECT_EAGER;
+		else if (!strcmp(cm, "lazy"))
+			c->connect_mode = MRAIL_CONNECT_LAZY;
+		else
+			return bad("MRAIL_CONNECT", cm, "auto, eager or lazy");
 	}
 	const char *key = getenv("MRAIL_JOB_KEY");
 	if (key) {

@@ -246,6 +246,25 @@ static int discover_interfaces(struct mrail_engine *e, const char *include)
 	return MRAIL_OK;
 }
 
+/*
+ * A big job with every rank on this host (mrail-run says so: MRAIL_SIZE =
+ * MRAIL_LOCAL_SIZE) needs no rail to another host. Discovering interfaces
+ * (netlink dumps, sysfs, the hwloc topology for NIC locality) was most of
+ * a rank's start-up CPU, paid by every rank (docs/scale.md). Only when the
+ * user named no interface, and above the size where connection goes lazy.
+ */
+static int job_on_this_host(const struct mrail_engine *e)
+{
+	const char *size = getenv("MRAIL_SIZE");
+	const char *local = getenv("MRAIL_LOCAL_SIZE");
+	char *end;
+	if (e->cfg.rails || e->cfg.rails_exclude || !size || !local ||
+	    strcmp(size, local) || e->cfg.bootstrap == 0)
+		return 0;
+	unsigned long n = strtoul(size, &end, 10);
+	return *end == '\0' && n > MRAIL_CONNECT_EAGER_RANKS;
+}
+
 int endpoints_open(struct mrail_engine *e)
 {
 	char ip[1024];
@@ -268,6 +287,10 @@ int endpoints_open(struct mrail_engine *e)
 	/* MRAIL_RAILS named only other drivers' rails: no interface. */
 	if (!any_ip || (e->cfg.rails && !ip[0]))
 		return MRAIL_OK;
+	if (job_on_this_host(e)) {
+		mrail_debug("every rank on this host: no interface discovery");
+		return MRAIL_OK;
+	}
 	return discover_interfaces(e, e->cfg.rails ? ip : NULL);
 }
 

@@ -38,6 +38,10 @@ static int gates_ready(struct mrail_engine *e, int *failed)
 	*failed = 0;
 	for (uint32_t i = 0; i < e->ngates; i++) {
 		switch (e->gates[i]->state) {
+		case GATE_IDLE: /* lazy: connects at first use */
+			if (!e->lazy_connect)
+				ready = 0;
+			break;
 		case GATE_CONNECTING:
 			ready = 0;
 			break;
@@ -52,28 +56,45 @@ static int gates_ready(struct mrail_engine *e, int *failed)
 	return ready || *failed;
 }
 
-/* Every rank's address blob, parsed (the caller frees them). One batched
+/* Most address blobs are a few hundred bytes: one slab of this much per
+ * rank first, a full-size buffer only for those that do not fit. At 1024
+ * ranks a full MRAIL_ADDR_MAX each was 16 MiB touched per process. */
+#define ADDR_SLOT 1024
+
+/* Every rank's address blob, parsed (the caller frees them with
+ * free_addresses: *slab, and the full-size ones outside it). One batched
  * get: with mrail-run's KVS a round trip per rank was the wire-up's cost. */
 static int fetch_addresses(struct mrail_engine *e,
 			   const struct mrail_bootstrap_ops *bo,
 			   struct mrail_bootstrap *bs, uint8_t **blobs,
-			   size_t *lens, struct peer_address *pas)
+			   size_t *lens, struct peer_address *pas,
+			   uint8_t **slab_out)
 {
 	char (*keys)[24] = calloc(e->size, sizeof *keys);
 	const char **kp = calloc(e->size, sizeof *kp);
 	int *rcs = calloc(e->size, sizeof *rcs), rc = MRAIL_OK;
-	for (uint32_t r = 0; r < e->size && kp && keys && rcs; r++) {
-		lens[r] = MRAIL_ADDR_MAX;
-		if (!(blobs[r] = malloc(MRAIL_ADDR_MAX)))
-			break;
+	uint8_t *slab = malloc((size_t)e->size * ADDR_SLOT);
+	*slab_out = slab;
+	for (uint32_t r = 0; r < e->size && kp && keys && rcs && slab; r++) {
+		lens[r] = ADDR_SLOT;
+		blobs[r] = slab + (size_t)r * ADDR_SLOT;
 		snprintf(keys[r], sizeof keys[r], "mrail.addr.%u", r);
 		kp[r] = keys[r];
 	}
-	if (!keys || !kp || !rcs || (e->size && !blobs[e->size - 1]))
+	if (!keys || !kp || !rcs || !slab)
 		rc = MRAIL_ERR_NOMEM;
 	if (!rc)
 		rc = mrail_bootstrap_get_many(bo, bs, e->size, kp,
 					      (void *const *)blobs, lens, rcs);
+	for (uint32_t r = 0; r < e->size && !rc; r++) {
+		if (rcs[r] != MRAIL_ERR_TRUNCATE)
+			continue;
+		lens[r] = MRAIL_ADDR_MAX;
+		if (!(blobs[r] = malloc(MRAIL_ADDR_MAX)))
+			rc = MRAIL_ERR_NOMEM;
+		else
+			rcs[r] = bo->get(bs, kp[r], blobs[r], &lens[r]);
+	}
 	for (uint32_t r = 0; r < e->size && !rc; r++) {
 		const char *why = NULL;
 		if ((rc = rcs[r])) {
@@ -88,6 +109,16 @@ static int fetch_addresses(struct mrail_engine *e,
 	free(kp);
 	free(rcs);
 	return rc;
+}
+
+static void free_addresses(uint8_t **blobs, uint32_t n, uint8_t *slab)
+{
+	uintptr_t lo = (uintptr_t)slab, hi = lo + (uintptr_t)n * ADDR_SLOT;
+	for (uint32_t r = 0; blobs && slab && r < n; r++)
+		if (blobs[r] && ((uintptr_t)blobs[r] < lo ||
+				 (uintptr_t)blobs[r] >= hi))
+			free(blobs[r]);
+	free(slab);
 }
 
 static int bootstrap_exchange(struct mrail_engine *e,
@@ -114,8 +145,10 @@ static int bootstrap_exchange(struct mrail_engine *e,
 			rc = bo->put(bs, "mrail.jobkey", e->cfg.job_key,
 				     sizeof e->cfg.job_key);
 	}
+	double t0 = mrail_now();
 	if (!rc)
 		rc = bo->fence(bs);
+	double t1 = mrail_now();
 	if (!rc && make_key) {
 		size_t klen = sizeof e->cfg.job_key;
 		rc = bo->get(bs, "mrail.jobkey", e->cfg.job_key, &klen);
@@ -129,21 +162,26 @@ static int bootstrap_exchange(struct mrail_engine *e,
 	uint8_t **blobs = calloc(e->size, sizeof *blobs);
 	size_t *lens = calloc(e->size, sizeof *lens);
 	struct peer_address *pas = calloc(e->size, sizeof *pas);
+	uint8_t *slab = NULL;
 	if (!blobs || !lens || !pas)
 		rc = MRAIL_ERR_NOMEM;
 	if (!rc)
-		rc = fetch_addresses(e, bo, bs, blobs, lens, pas);
+		rc = fetch_addresses(e, bo, bs, blobs, lens, pas, &slab);
+	double t2 = mrail_now();
 	/* Collisions are a property of the whole job, not of one pair. */
 	if (!rc)
 		rc = engine_find_dups(e, pas, e->size);
+	if (!rc)
+		inband_plan(e, pas);
 	for (uint32_t r = 0; r < e->size && !rc; r++) {
 		mrail_peer_t id;
-		rc = gate_add(e, blobs[r], lens[r], &id);
+		rc = gate_add_parsed(e, &pas[r], &id);
 	}
+	mrail_debug("exchange: fence %.3f s, addresses %.3f s, gates %.3f s",
+		    t1 - t0, t2 - t1, mrail_now() - t2);
 	for (uint32_t r = 0; pas && r < e->size; r++)
 		address_free(&pas[r]);
-	for (uint32_t r = 0; blobs && r < e->size; r++)
-		free(blobs[r]);
+	free_addresses(blobs, e->size, slab);
 	free(blobs);
 	free(lens);
 	free(pas);
@@ -161,10 +199,15 @@ static int bootstrap_wireup(struct mrail_engine *e,
 		return rc;
 	e->rank = bo->rank(bs);
 	e->size = bo->size(bs);
+	if (e->cfg.connect_mode == MRAIL_CONNECT_AUTO)
+		e->lazy_connect = e->size > MRAIL_CONNECT_EAGER_RANKS;
 	e->bootstrapped = 1;
+	engine_set_idle_wait(e, bo->local_size ? bo->local_size(bs) : 1);
 	snprintf(prefix, sizeof prefix, "rank %u", e->rank);
 	mrail_log_set_prefix(prefix);
+	double t0 = mrail_now();
 	rc = bootstrap_exchange(e, bo, bs);
+	double t1 = mrail_now();
 	if (rc) {
 		bo->fini(bs);
 		return rc == MRAIL_ERR_NOMEM ? rc : MRAIL_ERR_BOOTSTRAP;
@@ -180,12 +223,22 @@ static int bootstrap_wireup(struct mrail_engine *e,
 		mrail_error("wire-up failed: not every peer could be reached");
 		return MRAIL_ERR_PEER;
 	}
-	inband_sample(e);
+	double t2 = mrail_now();
+	inband_sample(e, bo, bs);
+	double t3 = mrail_now();
 	/* Creation is collective: return only when every rank is connected,
 	 * so that a rank that creates and at once destroys an engine cannot
 	 * close it under a peer still wiring up. */
 	rc = bo->fence(bs);
+	double t4 = mrail_now();
+	if (!rc)
+		inband_fetch(e, bo, bs);
 	bo->fini(bs);
+	/* Where creation spends its time (docs/scale.md, bench/scale.sh). */
+	mrail_debug("wire-up: exchange %.3f s, connect %.3f s, in-band %.3f s, "
+		    "final fence %.3f s, in-band models %.3f s (%s connection)",
+		    t1 - t0, t2 - t1, t3 - t2, t4 - t3, mrail_now() - t4,
+		    e->lazy_connect ? "lazy" : "eager");
 	if (rc) {
 		mrail_error("bootstrap: final fence failed: %s", mrail_strerror(rc));
 		return MRAIL_ERR_BOOTSTRAP;
@@ -217,6 +270,13 @@ int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 	e->rdv_protocol = cfg->rdv_protocol;
 	if ((rc = failover_init(e)))
 		return rc;
+	if (cfg->connect_mode < MRAIL_CONNECT_AUTO ||
+	    cfg->connect_mode > MRAIL_CONNECT_LAZY) {
+		mrail_error("invalid connect_mode %d (MRAIL_CONNECT)",
+			    cfg->connect_mode);
+		return MRAIL_ERR_CONFIG;
+	}
+	e->lazy_connect = cfg->connect_mode == MRAIL_CONNECT_LAZY;
 	if (cfg->rail_hooks)
 		e->hooks = *cfg->rail_hooks;
 	e->hooks_ctx = cfg->rail_hooks_ctx;
@@ -292,6 +352,7 @@ struct mrail_engine *engine_alloc(void)
 	mrail_list_init(&e->free_ops);
 	requests_init(e);
 	e->wake_fd = -1;
+	e->idle_wait_max_ms = 1;
 	return e;
 }
 
@@ -301,7 +362,9 @@ static int sends_flushed(struct mrail_engine *e)
 {
 	for (uint32_t i = 0; i < e->ngates; i++) {
 		struct gate *g = e->gates[i];
-		if (g->state == GATE_UP && !mrail_list_empty(&g->sendq))
+		/* Connecting (lazy connection): its messages still leave. */
+		if ((g->state == GATE_UP || g->state == GATE_CONNECTING) &&
+		    !mrail_list_empty(&g->sendq))
 			return 0;
 		for (unsigned j = 0; j < g->nrails; j++) {
 			struct rail *r = g->rails[j];
@@ -361,9 +424,13 @@ void engine_close(struct mrail_engine *e)
 		mrail_warn("engine closing with sends still queued after %.1f s",
 			   e->cfg.finalize_timeout);
 	send_byes(e);
-	while ((!peers_closed(e) || !sends_flushed(e)) && mrail_now() < deadline)
+	while ((!peers_closed(e) || !sends_flushed(e)) && mrail_now() < deadline) {
 		if (engine_progress(e) == 0)
 			engine_idle_wait(e, 1);
+		/* Lazy connection: a peer may connect to us only now. */
+		if (e->lazy_connect)
+			send_byes(e);
+	}
 	for (uint32_t i = 0; i < e->ngates; i++)
 		if (e->gates[i]->state == GATE_UP && !e->gates[i]->self)
 			mrail_debug("%s did not close its engine within %.1f s",
@@ -381,6 +448,7 @@ void engine_free(struct mrail_engine *e)
 	for (uint32_t i = 0; i < e->ngates; i++)
 		gate_free(e, e->gates[i]);
 	free(e->gates);
+	free(e->by_uuid);
 	mrail_list_foreach_safe(pos, tmp, &e->handshaking) {
 		struct rail *r = mrail_list_entry(pos, struct rail, link);
 		mrail_list_remove(pos);

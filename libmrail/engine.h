@@ -79,6 +79,17 @@ struct mrail_engine {
 	uint64_t uuid;
 	uint32_t rank, size;
 	int bootstrapped;
+	int lazy_connect;              /* gates connect at first use */
+	int idle_wait_max_ms;          /* longest wait sleep (progress.c) */
+	/* In-band models by local interface (inband.c): rails that come up
+	 * later (lazy connection) take them too. */
+	int inband_role;               /* enum inband_role */
+	int inband_serve_last;         /* rank 0, odd size: sample the last */
+	unsigned ninband;
+	struct inband_model {
+		char local_if[16];
+		double latency, bandwidth;
+	} inband[MRAIL_MAX_RAILS];
 
 	uint64_t host_id;              /* same host <=> same id (netns too) */
 	int eager_auto;                /* profiles may set the threshold */
@@ -99,6 +110,8 @@ struct mrail_engine {
 
 	uint32_t ngates, gates_cap;
 	struct gate **gates;
+	struct gate **by_uuid;         /* open addressing, cap a power of 2 */
+	uint32_t by_uuid_cap;
 	struct mrail_list handshaking; /* accepted rails before HELLO */
 	struct mrail_list sched_gates; /* gates with queued sends */
 
@@ -112,6 +125,7 @@ struct mrail_engine {
 	uint32_t handles_cap, handles_free_hint;
 
 	struct mrail_list free_ops;    /* recycled packet send_ops */
+	unsigned nfree_ops;            /* at most FREE_OPS_MAX (rail.c) */
 	size_t packet_cap;
 
 	int progress_thread_running;
@@ -161,5 +175,8 @@ int progress_thread_start(struct mrail_engine *e);
 void progress_thread_ask_stop(struct mrail_engine *e);
 void progress_thread_join(struct mrail_engine *e);
 void engine_idle_wait(struct mrail_engine *e, int timeout_ms);
+/* How long a waiting call may sleep between progress rounds: 1 ms, more
+ * when this host runs more ranks than it has cores (docs/scale.md). */
+void engine_set_idle_wait(struct mrail_engine *e, uint32_t local_ranks);
 
 #endif

@@ -12,12 +12,50 @@ struct gate *gate_get(struct mrail_engine *e, mrail_peer_t id)
 	return id < e->ngates ? e->gates[id] : NULL;
 }
 
-static struct gate *gate_by_uuid(struct mrail_engine *e, uint64_t uuid)
+static uint32_t uuid_slot(uint64_t uuid, uint32_t cap)
 {
-	for (uint32_t i = 0; i < e->ngates; i++)
-		if (e->gates[i]->uuid == uuid)
-			return e->gates[i];
-	return NULL;
+	/* uuids are random already; mix anyway against a poor source. */
+	uuid ^= uuid >> 33;
+	uuid *= 0xff51afd7ed558ccdULL;
+	uuid ^= uuid >> 33;
+	return (uint32_t)uuid & (cap - 1);
+}
+
+struct gate *gate_find_uuid(struct mrail_engine *e, uint64_t uuid)
+{
+	if (!e->by_uuid_cap)
+		return NULL;
+	for (uint32_t i = uuid_slot(uuid, e->by_uuid_cap);;
+	     i = (i + 1) & (e->by_uuid_cap - 1)) {
+		struct gate *g = e->by_uuid[i];
+		if (!g || g->uuid == uuid)
+			return g;
+	}
+}
+
+/* Kept at most half full, so lookups stop at an empty slot. */
+static int uuid_index_add(struct mrail_engine *e, struct gate *g)
+{
+	if (2 * (e->ngates + 1) > e->by_uuid_cap) {
+		uint32_t cap = e->by_uuid_cap ? 2 * e->by_uuid_cap : 32;
+		struct gate **t = calloc(cap, sizeof *t);
+		if (!t)
+			return MRAIL_ERR_NOMEM;
+		for (uint32_t k = 0; k < e->ngates; k++) {
+			uint32_t i = uuid_slot(e->gates[k]->uuid, cap);
+			while (t[i])
+				i = (i + 1) & (cap - 1);
+			t[i] = e->gates[k];
+		}
+		free(e->by_uuid);
+		e->by_uuid = t;
+		e->by_uuid_cap = cap;
+	}
+	uint32_t i = uuid_slot(g->uuid, e->by_uuid_cap);
+	while (e->by_uuid[i])
+		i = (i + 1) & (e->by_uuid_cap - 1);
+	e->by_uuid[i] = g;
+	return MRAIL_OK;
 }
 
 /* Accepted rails that authenticated before their gate was added. */
@@ -42,14 +80,30 @@ static void adopt_waiting_rails(struct mrail_engine *e, struct gate *g)
 	}
 }
 
-static int connect_rails(struct mrail_engine *e, struct gate *g)
+/*
+ * Connect the rails of this gate now: the first message to an idle peer
+ * (lazy connection), or every peer at creation (eager). Rails the peer
+ * already connected to us are kept; both sides connecting the same rail
+ * at once is settled in handshake.c (the connection initiated by the
+ * smaller uuid stays).
+ */
+void gate_connect_now(struct mrail_engine *e, struct gate *g)
 {
+	ENGINE_ASSERT_LOCKED(e);
+	if (g->state != GATE_IDLE)
+		return;
+	g->state = GATE_CONNECTING;
+	g->deadline = mrail_now() + e->cfg.connect_timeout;
 	for (unsigned i = 0; i < g->nrails; i++) {
+		if (g->rails[i])
+			continue;
 		struct rail_plan *p = &g->plan[i];
 		struct local_rail *l = &e->local[p->local_ep];
 		struct rail *r = rail_new(e, l);
-		if (!r)
-			return MRAIL_ERR_NOMEM;
+		if (!r) {
+			gate_fail(e, g, MRAIL_ERR_NOMEM, "no memory for a rail");
+			return;
+		}
 		r->gate = g;
 		r->index = i;
 		r->state = RAIL_CONNECTING;
@@ -63,10 +117,15 @@ static int connect_rails(struct mrail_engine *e, struct gate *g)
 		}
 		if (rc != MRAIL_OK) {
 			gate_fail(e, g, rc, "connecting a rail failed");
-			return MRAIL_OK; /* the gate exists; it failed */
+			return;
 		}
 	}
-	return MRAIL_OK;
+}
+
+void gate_first_use(struct mrail_engine *e, struct gate *g)
+{
+	if (e->lazy_connect && g->state == GATE_IDLE)
+		gate_connect_now(e, g);
 }
 
 static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
@@ -93,7 +152,7 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 	g->id = e->ngates;
 	g->uuid = uuid;
 	g->self = uuid == e->uuid;
-	g->state = g->self ? GATE_UP : GATE_CONNECTING;
+	g->state = g->self ? GATE_UP : GATE_IDLE;
 	g->eager_max = e->cfg.eager_max;
 	g->deadline = mrail_now() + e->cfg.connect_timeout;
 	snprintf(g->name, sizeof g->name, "%s %u",
@@ -105,8 +164,49 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 		free(g);
 		return NULL;
 	}
+	if (uuid_index_add(e, g)) {
+		if (e->strategy && e->strategy->peer_fini)
+			e->strategy->peer_fini(e->strategy_state,
+					       g->strategy_peer);
+		free(g);
+		return NULL;
+	}
 	e->gates[e->ngates++] = g;
 	return g;
+}
+
+int gate_add_parsed(struct mrail_engine *e, const struct peer_address *pa,
+		    mrail_peer_t *out)
+{
+	ENGINE_ASSERT_LOCKED(e);
+	char reason[1024];
+
+	if (gate_find_uuid(e, pa->uuid)) {
+		mrail_error("mrail_peer_add: this peer was already added");
+		return MRAIL_ERR_INVALID;
+	}
+	struct gate *g = gate_new(e, pa->uuid);
+	if (!g)
+		return MRAIL_ERR_NOMEM;
+	*out = g->id;
+	if (g->self)
+		return MRAIL_OK;
+	int rc = gate_plan_rails(e, g, pa, reason, sizeof reason);
+	if (rc != MRAIL_OK) {
+		char msg[1100];
+		snprintf(msg, sizeof msg, "no rail to this peer: %s", reason);
+		gate_fail(e, g, MRAIL_ERR_PEER, msg);
+		return MRAIL_OK;
+	}
+	/* Rails the peer connected before we knew it. */
+	adopt_waiting_rails(e, g);
+	/* Eager: the engine with the larger id connects, the other accepts,
+	 * so both sides agree without talking first. Lazy: whoever sends
+	 * first (gate_first_use from send_post). */
+	if (!e->lazy_connect && e->uuid > pa->uuid &&
+	    g->state != GATE_FAILED)
+		gate_connect_now(e, g);
+	return MRAIL_OK;
 }
 
 int gate_add(struct mrail_engine *e, const void *addr, size_t len,
@@ -115,40 +215,14 @@ int gate_add(struct mrail_engine *e, const void *addr, size_t len,
 	ENGINE_ASSERT_LOCKED(e);
 	struct peer_address pa;
 	const char *why = NULL;
-	char reason[1024];
 
 	if (address_parse(addr, len, &pa, &why)) {
 		mrail_error("mrail_peer_add: %s (%zu bytes)", why, len);
 		return MRAIL_ERR_INVALID;
 	}
-	if (gate_by_uuid(e, pa.uuid)) {
-		mrail_error("mrail_peer_add: this peer was already added");
-		address_free(&pa);
-		return MRAIL_ERR_INVALID;
-	}
-	struct gate *g = gate_new(e, pa.uuid);
-	if (!g) {
-		address_free(&pa);
-		return MRAIL_ERR_NOMEM;
-	}
-	*out = g->id;
-	int rc = g->self ? MRAIL_OK
-			 : gate_plan_rails(e, g, &pa, reason, sizeof reason);
+	int rc = gate_add_parsed(e, &pa, out);
 	address_free(&pa);
-	if (g->self)
-		return MRAIL_OK;
-	if (rc != MRAIL_OK) {
-		char msg[1100];
-		snprintf(msg, sizeof msg, "no rail to this peer: %s", reason);
-		gate_fail(e, g, MRAIL_ERR_PEER, msg);
-		return MRAIL_OK;
-	}
-	/* The engine with the larger id connects, the other accepts: both
-	 * sides agree without talking first. */
-	if (e->uuid > pa.uuid)
-		return connect_rails(e, g);
-	adopt_waiting_rails(e, g);
-	return MRAIL_OK;
+	return rc;
 }
 
 void gate_fail(struct mrail_engine *e, struct gate *g, int error,

@@ -18,7 +18,10 @@ struct mrail_engine;
 struct mrail_request;
 struct rail;
 
-enum gate_state { GATE_CONNECTING, GATE_UP, GATE_CLOSED, GATE_FAILED };
+/* GATE_IDLE: planned, no connection yet (lazy connection: the first
+ * message either side sends connects it, docs/scale.md). */
+enum gate_state { GATE_IDLE, GATE_CONNECTING, GATE_UP, GATE_CLOSED,
+		  GATE_FAILED };
 
 /* What address selection decided for one rail of a gate. */
 struct rail_plan {
@@ -50,7 +53,8 @@ struct gate {
 	struct mrail_list ooo;     /* records that arrived early, by seq */
 	struct mrail_list parts;   /* offloaded eager messages in parts */
 	size_t eager_max;          /* min over rails */
-	double deadline;           /* rails must be up before */
+	double deadline;           /* rails must be up before (set when
+	                              connecting starts) */
 	void *strategy_peer;       /* the strategy's per-peer state */
 	/* Failover (failover.c). */
 	double all_down_since;     /* every rail down since (0: not) */
@@ -66,10 +70,25 @@ struct gate {
 /* gate.c */
 int gate_add(struct mrail_engine *e, const void *addr, size_t len,
 	     mrail_peer_t *out);
+/* The same from an address already parsed (bootstrap: parsed once for
+ * the whole job's duplicate check). */
+struct peer_address;
+int gate_add_parsed(struct mrail_engine *e, const struct peer_address *pa,
+		    mrail_peer_t *out);
 struct gate *gate_get(struct mrail_engine *e, mrail_peer_t id);
+/* The gate of the engine with this uuid, or NULL (constant time: HELLOs
+ * and peer adds of a 1024-rank job were quadratic). */
+struct gate *gate_find_uuid(struct mrail_engine *e, uint64_t uuid);
 void gate_fail(struct mrail_engine *e, struct gate *g, int error,
 	       const char *why);
 void gate_free(struct mrail_engine *e, struct gate *g);
+/* Connect the rails of this gate now (an idle gate; else nothing to do).
+ * A failure fails the gate, not the call. */
+void gate_connect_now(struct mrail_engine *e, struct gate *g);
+/* A message is queued on g: with lazy connection, connect it now. (With
+ * eager connection the engine with the larger uuid connects; the other
+ * waits for it.) */
+void gate_first_use(struct mrail_engine *e, struct gate *g);
 int gate_rail_info(struct mrail_engine *e, mrail_peer_t peer, int rail,
 		   struct mrail_rail_info *info);
 int gate_rail_stats(struct mrail_engine *e, mrail_peer_t peer, int rail,

@@ -7,6 +7,7 @@
  * exchange in time is dropped.
  */
 #include "libmrail/engine.h"
+#include "sampler/predict.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -100,10 +101,7 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 	int again = 0;
 
 	if (!r->gate) { /* accepted: bind to the gate the HELLO named */
-		g = NULL;
-		for (uint32_t i = 0; i < e->ngates && !g; i++)
-			if (e->gates[i]->uuid == r->peer_uuid)
-				g = e->gates[i];
+		g = gate_find_uuid(e, r->peer_uuid);
 		mrail_list_remove(&r->link);
 		r->gate = g;
 		/* A reconnection replaces the failed rail (failover.c). */
@@ -122,6 +120,10 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 			return;
 		}
 		r->local = l;
+		if (g->state == GATE_IDLE) { /* the peer connects first */
+			g->state = GATE_CONNECTING;
+			g->deadline = mrail_now() + e->cfg.connect_timeout;
+		}
 		if ((g->state != GATE_CONNECTING &&
 		     !(again && g->state == GATE_UP)) ||
 		    send_ack(e, r) != MRAIL_OK) {
@@ -168,6 +170,31 @@ static void drop_unbound(struct mrail_engine *e, struct rail *r,
 	free(r);
 }
 
+/* check_hello's answer when both sides connected the same rail at once
+ * and ours stays: not worth a warning. */
+static const char lost_race[] = "both sides connected this rail; ours stays";
+
+/*
+ * Both sides connected rail `index` at once (lazy connection: each sent
+ * its first message before the other's HELLO arrived). Both decide alike
+ * without talking: the connection initiated by the smaller uuid stays.
+ * Ours goes: close it quietly, so the peer's is accepted in its place.
+ * Returns whether the peer's connection is the one to drop instead.
+ */
+static int settle_race(struct mrail_engine *e, struct gate *g, unsigned index)
+{
+	struct rail *mine = g->rails[index];
+	if (e->uuid < g->uuid)
+		return 1;
+	mrail_debug("%s rail %u: both sides connected; keeping the peer's",
+		    g->name, index);
+	rail_close(e, mine);
+	mrail_model_free(mine->model);
+	free(mine);
+	g->rails[index] = NULL;
+	return 0;
+}
+
 static const char *check_hello(struct mrail_engine *e, struct rail *r,
 			       const struct mrail_wire_hello *h)
 {
@@ -182,14 +209,21 @@ static const char *check_hello(struct mrail_engine *e, struct rail *r,
 		return "HELLO meant for another engine";
 	if (h->rail_index >= MRAIL_MAX_RAILS || h->rail_index >= h->nrails)
 		return "HELLO names a rail we do not have";
-	for (uint32_t i = 0; i < e->ngates; i++) {
-		struct gate *g = e->gates[i];
-		if (g->uuid != h->src_uuid)
-			continue;
+	struct gate *g = gate_find_uuid(e, h->src_uuid);
+	if (g) {
 		if (h->nrails != g->nrails)
 			return "peer chose a different number of rails";
-		if (g->rails[h->rail_index] &&
-		    !failover_may_replace(g->rails[h->rail_index]))
+		struct rail *have = g->rails[h->rail_index];
+		/* A failed rail is replaced by the larger uuid's reconnection
+		 * (failover.c), never settled as a lazy race. */
+		if (have && e->lazy_connect && have->state != RAIL_CLOSED &&
+		    have->state != RAIL_DOWN && e->uuid < g->uuid)
+			return lost_race; /* ours stays, even when up */
+		if (have && (have->state == RAIL_CONNECTING ||
+			     have->state == RAIL_WAIT_ACK) &&
+		    e->lazy_connect && settle_race(e, g, h->rail_index))
+			return lost_race;
+		if (have && !failover_may_replace(have))
 			return "duplicate rail from a known peer";
 	}
 	(void)r;
@@ -215,6 +249,13 @@ void handshake_on_frame(struct mrail_engine *e, struct rail *r,
 			why = "first frame is not a HELLO", off = 0;
 		if (off)
 			why = check_hello(e, r, &rec.u.hello);
+		if (why == lost_race) {
+			mrail_debug("%s", why);
+			mrail_list_remove(&r->link);
+			rail_close(e, r);
+			free(r);
+			return;
+		}
 		if (!off || why) {
 			drop_unbound(e, r, why ? why : "malformed HELLO");
 			return;
@@ -225,11 +266,10 @@ void handshake_on_frame(struct mrail_engine *e, struct rail *r,
 		r->epoch = rec.u.hello.epoch;
 		r->authenticated = 1;
 		memcpy(r->hello_nonce, rec.u.hello.nonce, sizeof r->hello_nonce);
-		for (uint32_t i = 0; i < e->ngates; i++)
-			if (e->gates[i]->uuid == r->peer_uuid) {
-				rail_up(e, r);
-				return;
-			}
+		if (gate_find_uuid(e, r->peer_uuid)) {
+			rail_up(e, r);
+			return;
+		}
 		/* Known later, when the application adds this peer. */
 		return;
 	}
@@ -269,7 +309,10 @@ void handshake_expire(struct mrail_engine *e)
 	}
 	for (uint32_t i = 0; i < e->ngates; i++) {
 		struct gate *g = e->gates[i];
-		if (g->state == GATE_CONNECTING && now > g->deadline) {
+		/* Eager: an idle gate waits for the peer's connection. */
+		int waiting = g->state == GATE_CONNECTING ||
+			      (g->state == GATE_IDLE && !e->lazy_connect);
+		if (waiting && now > g->deadline) {
 			char msg[96];
 			snprintf(msg, sizeof msg, "only %u of %u rail(s) came up "
 				 "within %.0f s", g->rails_up, g->nrails,
@@ -381,6 +424,21 @@ static void up_ep_error(void *ctx, int status, const char *why)
 	}
 	if (r->state == RAIL_DOWN)
 		return;
+	/* Our connection not yet acknowledged, to a peer with the smaller
+	 * uuid: it may have dropped it for its own (settle_race), whose
+	 * HELLO is on its way. The gate's deadline bounds the wait. */
+	if (e->lazy_connect &&
+	    (r->state == RAIL_CONNECTING || r->state == RAIL_WAIT_ACK) &&
+	    e->uuid > r->gate->uuid && r->gate->state == GATE_CONNECTING) {
+		struct gate *g = r->gate;
+		mrail_debug("%s rail %u: our connection was dropped (%s); "
+			    "waiting for the peer's", g->name, r->index, why);
+		g->rails[r->index] = NULL;
+		rail_close(e, r);
+		mrail_model_free(r->model);
+		free(r);
+		return;
+	}
 	/* A protocol violation is the peer's fault, not the link's. */
 	if (status != MRAIL_ERR_PROTO && failover_rail_fail(e, r, why))
 		return;

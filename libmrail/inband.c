@@ -11,6 +11,7 @@
  * it (rails keep their nominal model).
  */
 #include "libmrail/engine.h"
+#include "bootstrap/bootstrap.h"
 #include "sampler/predict.h"
 #include "sampler/profile.h"
 #include "util/clock.h"
@@ -122,9 +123,26 @@ static int sample_rail(struct mrail_engine *e, struct gate *g, unsigned rail,
 	return rc;
 }
 
-static void apply(struct mrail_engine *e, const char *local_if,
-		  const struct mrail_rail_model *m)
+static void remember(struct mrail_engine *e, const char *local_if,
+		     double latency, double bandwidth)
 {
+	unsigned i = 0;
+	while (i < e->ninband && strcmp(e->inband[i].local_if, local_if))
+		i++;
+	if (i == MRAIL_MAX_RAILS)
+		return;
+	snprintf(e->inband[i].local_if, sizeof e->inband[i].local_if, "%s",
+		 local_if);
+	e->inband[i].latency = latency;
+	e->inband[i].bandwidth = bandwidth;
+	if (i == e->ninband)
+		e->ninband++;
+}
+
+static void apply_figures(struct mrail_engine *e, const char *local_if,
+			  double latency, double bandwidth)
+{
+	remember(e, local_if, latency, bandwidth);
 	for (uint32_t k = 0; k < e->ngates; k++) {
 		struct gate *o = e->gates[k];
 		for (unsigned j = 0; j < o->nrails; j++) {
@@ -136,8 +154,8 @@ static void apply(struct mrail_engine *e, const char *local_if,
 			struct mrail_rail_model *copy;
 			/* Each rail owns its model: a nominal one with the
 			 * measured figures is enough to share. */
-			x->bandwidth = mrail_model_bandwidth(m);
-			x->latency = mrail_model_latency(m);
+			x->bandwidth = bandwidth;
+			x->latency = latency;
 			if (mrail_model_from_nominal(x->bandwidth, x->latency,
 						     &copy))
 				copy = NULL;
@@ -146,11 +164,45 @@ static void apply(struct mrail_engine *e, const char *local_if,
 	}
 }
 
+static void apply(struct mrail_engine *e, const char *local_if,
+		  const struct mrail_rail_model *m)
+{
+	apply_figures(e, local_if, mrail_model_latency(m),
+		      mrail_model_bandwidth(m));
+}
+
+void inband_model_for(struct mrail_engine *e, struct rail *r)
+{
+	if (!r->gate || !r->gate->plan || !r->model_source ||
+	    !strcmp(r->model_source, "profile"))
+		return;
+	for (unsigned i = 0; i < e->ninband; i++) {
+		struct mrail_rail_model *m;
+		if (strcmp(e->inband[i].local_if,
+			   r->gate->plan[r->index].local_if))
+			continue;
+		r->bandwidth = e->inband[i].bandwidth;
+		r->latency = e->inband[i].latency;
+		if (mrail_model_from_nominal(r->bandwidth, r->latency, &m))
+			m = NULL;
+		rail_set_model(r, m, "in-band");
+		return;
+	}
+}
+
 static void sample_with(struct mrail_engine *e, uint32_t partner)
 {
 	struct gate *g = partner < e->size ? e->gates[partner] : NULL;
 	double t0 = mrail_now();
 
+	if (g && g->state == GATE_IDLE) { /* lazy: connect for this */
+		gate_connect_now(e, g);
+		while (g->state == GATE_CONNECTING) {
+			if (engine_progress(e) == 0)
+				engine_idle_wait(e, 1);
+			handshake_expire(e);
+		}
+	}
 	if (!g || g->state != GATE_UP)
 		return;
 	/* Sample if either side lacks a profile for one of its rails, and
@@ -203,16 +255,139 @@ static void sample_with(struct mrail_engine *e, uint32_t partner)
 		    1e3 * (mrail_now() - t0));
 }
 
-void inband_sample(struct mrail_engine *e)
+/*
+ * Lazy connection exists for jobs too big to connect every pair, where
+ * every rank sampling with its partner would cost seconds of CPU at
+ * creation for rails that are the same for every rank of a host (the
+ * loopback ones). There one pair per host samples and publishes; the
+ * others take its figures. Partners on different hosts still sample.
+ */
+/* The first pair (2k, 2k+1) with both ranks on host `host`. */
+static uint32_t host_pair(const struct peer_address *pas, uint32_t size,
+			  uint64_t host)
 {
-	if (!e->cfg.inband_sampling || e->size < 2)
+	for (uint32_t l = 0; l + 1 < size; l += 2)
+		if (pas[l].host_id == host && pas[l + 1].host_id == host)
+			return l;
+	return UINT32_MAX;
+}
+
+/* What rank r does; the odd size's last rank samples with rank 0. */
+static int role_of(const struct peer_address *pas, uint32_t size, uint32_t r)
+{
+	uint32_t p = (r ^ 1) < size ? r ^ 1 : 0;
+	uint32_t leader = host_pair(pas, size, pas[r].host_id);
+	if (pas[p].host_id != pas[r].host_id || leader == UINT32_MAX)
+		return INBAND_PAIR;
+	return r / 2 == leader / 2 ? INBAND_PUBLISH : INBAND_FETCH;
+}
+
+void inband_plan(struct mrail_engine *e, const struct peer_address *pas)
+{
+	uint32_t last = e->size - 1;
+	e->inband_role = INBAND_PAIR;
+	e->inband_serve_last = e->size % 2 == 1 && e->rank == 0;
+	if (e->size < 2)
+		return;
+	/* Eager: every pair samples; lazy: one pair per host for its
+	 * loopback rails. */
+	e->inband_role = e->lazy_connect ? role_of(pas, e->size, e->rank)
+					 : INBAND_PAIR;
+	int last_role = e->lazy_connect ? role_of(pas, e->size, last)
+					: INBAND_PAIR;
+	/* Oversubscribed (engine_set_idle_wait): a ping-pong on this host
+	 * measured 60 ms "latency" among 1024 ranks on 2 cores (and 24 ranks
+	 * sampling at once took a minute under ASan), and the host's ranks
+	 * would use it. Both ranks of a same-host pair see the same host, so
+	 * they decide alike; pairs across hosts still sample. */
+	uint32_t p = (e->rank ^ 1) < e->size ? e->rank ^ 1 : 0;
+	if (e->idle_wait_max_ms > 1 && pas[p].host_id == e->host_id) {
+		e->inband_role = INBAND_NONE;
+		mrail_info("in-band sampling skipped: more ranks than cores "
+			   "on this host; nominal models");
+	}
+	if (e->idle_wait_max_ms > 1 && pas[last].host_id == e->host_id)
+		last_role = INBAND_NONE;
+	if (e->inband_serve_last)
+		e->inband_serve_last = last_role == INBAND_PAIR;
+}
+
+/* The published figures: "mrail-inband 1\n" then one line per interface
+ * "<local_if> <latency s> <bandwidth B/s>\n" (docs/scale.md). */
+static void inband_key(struct mrail_engine *e, char *key, size_t len)
+{
+	snprintf(key, len, "mrail.inband.h%016llx",
+		 (unsigned long long)e->host_id);
+}
+
+static void publish(struct mrail_engine *e,
+		    const struct mrail_bootstrap_ops *bo,
+		    struct mrail_bootstrap *bs)
+{
+	char val[MRAIL_MAX_RAILS * 64 + 32], key[64];
+	size_t n = (size_t)snprintf(val, sizeof val, "mrail-inband 1\n");
+	for (unsigned i = 0; i < e->ninband && n < sizeof val; i++)
+		n += (size_t)snprintf(val + n, sizeof val - n, "%s %.9g %.9g\n",
+				      e->inband[i].local_if,
+				      e->inband[i].latency,
+				      e->inband[i].bandwidth);
+	if (n >= sizeof val)
+		return;
+	inband_key(e, key, sizeof key);
+	if (bo->put(bs, key, val, n))
+		mrail_warn("in-band models not published: others of this "
+			   "host use nominal figures");
+}
+
+void inband_sample(struct mrail_engine *e, const struct mrail_bootstrap_ops *bo,
+		   struct mrail_bootstrap *bs)
+{
+	if (!e->cfg.inband_sampling || e->size < 2 ||
+	    e->inband_role == INBAND_FETCH || e->inband_role == INBAND_NONE)
 		return;
 	uint32_t last = e->size - 1;
 	if ((e->rank ^ 1) < e->size)
 		sample_with(e, e->rank ^ 1);
 	/* Odd size: the last rank has no r^1; rank 0 serves it second. */
-	if (e->size % 2 == 1 && e->rank == 0)
+	if (e->inband_serve_last)
 		sample_with(e, last);
 	else if (e->size % 2 == 1 && e->rank == last)
 		sample_with(e, 0);
+	if (e->inband_role == INBAND_PUBLISH && (e->rank & 1) == 0 &&
+	    e->ninband > 0)
+		publish(e, bo, bs);
+}
+
+void inband_fetch(struct mrail_engine *e, const struct mrail_bootstrap_ops *bo,
+		  struct mrail_bootstrap *bs)
+{
+	char val[MRAIL_MAX_RAILS * 64 + 32], key[64];
+	size_t len = sizeof val - 1;
+
+	if (!e->cfg.inband_sampling || e->inband_role != INBAND_FETCH)
+		return;
+	inband_key(e, key, sizeof key);
+	if (bo->get(bs, key, val, &len) != MRAIL_OK) {
+		mrail_debug("no in-band models published for this host");
+		return;
+	}
+	val[len] = '\0';
+	char *line = val, *nl;
+	if (strncmp(line, "mrail-inband 1\n", 15)) {
+		mrail_warn("in-band models of this host: unknown format; "
+			   "nominal figures used");
+		return;
+	}
+	for (line += 15; (nl = strchr(line, '\n')); line = nl + 1) {
+		char ifname[16];
+		double lat, bw;
+		*nl = '\0';
+		if (sscanf(line, "%15s %lf %lf", ifname, &lat, &bw) != 3 ||
+		    !(lat > 0 && lat < 1) || !(bw > 0 && bw < 1e13)) {
+			mrail_warn("in-band models of this host: bad line "
+				   "'%.40s' ignored", line);
+			continue;
+		}
+		apply_figures(e, ifname, lat, bw);
+	}
 }

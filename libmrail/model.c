@@ -93,7 +93,10 @@ void rail_load_model(struct mrail_engine *e, struct rail *r)
 	}
 	r->threshold = 0;
 	rail_set_model(r, NULL, r->model_source);
-	if (load_profile(e, r) != MRAIL_OK)
+	if (load_profile(e, r) == MRAIL_OK)
+		return;
+	inband_model_for(e, r); /* measured at creation for this interface */
+	if (strcmp(r->model_source, "in-band"))
 		mrail_info("%s rail %u: %s model (%.0f MB/s, %.1f us)",
 			   r->gate->name, r->index, r->model_source,
 			   r->bandwidth / 1e6, r->latency * 1e6);

@@ -269,8 +269,12 @@ int gate_plan_rails(struct mrail_engine *e, struct gate *g,
 		free(plan);
 		return rc != MRAIL_OK ? rc : MRAIL_ERR_PEER;
 	}
-	g->plan = plan;
+	/* Planned in the largest table; kept at its size: one per peer,
+	 * 20 KiB each at full size (docs/scale.md). */
+	struct rail_plan *fit = realloc(plan, n * sizeof *plan);
+	g->plan = fit ? fit : plan;
 	g->nrails = n;
+	plan = g->plan;
 	for (unsigned i = 0; i < n; i++)
 		mrail_info("%s: rail %u: %s %s <-> %s (%s)", g->name, i,
 			   e->local[plan[i].local_ep].ops->name,

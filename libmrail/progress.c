@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 int engine_progress(struct mrail_engine *e)
@@ -39,6 +40,18 @@ void engine_idle_wait(struct mrail_engine *e, int timeout_ms)
 		poll(p, n, timeout_ms);
 	if (ofd >= 0)
 		offload_sleep_end(o);
+}
+
+void engine_set_idle_wait(struct mrail_engine *e, uint32_t local_ranks)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	e->idle_wait_max_ms = 1;
+	/* Only where nothing but a socket completes our requests: another
+	 * engine thread (progress thread, offload workers) does not wake
+	 * the waiting one, which then notices at the end of its sleep. */
+	if (cores > 0 && local_ranks > 4 * (uint32_t)cores &&
+	    !e->cfg.progress_thread && !getenv("MRAIL_OFFLOAD_CORES"))
+		e->idle_wait_max_ms = 32;
 }
 
 static void *progress_main(void *arg)

@@ -90,12 +90,15 @@ void rail_disconnect(struct mrail_engine *e, struct rail *r,
 	busy_rail_close(r);
 }
 
+#define FREE_OPS_MAX 32
+
 struct send_op *packet_get(struct mrail_engine *e)
 {
 	struct send_op *op;
 	if (!mrail_list_empty(&e->free_ops)) {
 		op = mrail_list_first(&e->free_ops, struct send_op, link);
 		mrail_list_remove(&op->link);
+		e->nfree_ops--;
 	} else {
 		op = calloc(1, sizeof *op);
 		if (!op)
@@ -122,7 +125,16 @@ struct send_op *packet_get(struct mrail_engine *e)
 
 void packet_put(struct mrail_engine *e, struct send_op *op)
 {
+	/* Kept for reuse up to a bound: a burst (every rail of 63 peers
+	 * sending its HELLO at once) must not pin a 64 KiB buffer per rail
+	 * for the engine's life (docs/scale.md). */
+	if (e->nfree_ops >= FREE_OPS_MAX) {
+		free(op->buf);
+		free(op);
+		return;
+	}
 	mrail_list_append(&e->free_ops, &op->link);
+	e->nfree_ops++;
 }
 
 int rail_post_packet(struct mrail_engine *e, struct rail *r,

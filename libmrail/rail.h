@@ -157,7 +157,27 @@ void rail_load_model(struct mrail_engine *e, struct rail *r);
 /* Replace r's model (takes ownership; NULL: nominal from its figures). */
 void rail_set_model(struct rail *r, struct mrail_rail_model *m,
 		    const char *source);
-void inband_sample(struct mrail_engine *e);
+/* Who samples (inband.c; docs/scale.md): with lazy connection, one pair
+ * of ranks per host measures the loopback rails for all its ranks. */
+enum inband_role {
+	INBAND_PAIR,     /* with our partner, as every rank in eager mode */
+	INBAND_PUBLISH,  /* the host's pair: sample, then publish the models */
+	INBAND_FETCH,    /* take the models the host's pair published */
+	INBAND_NONE,     /* this host runs more ranks than cores: timings
+	                    would measure the scheduler, not the rails */
+};
+struct peer_address;
+struct mrail_bootstrap_ops;
+struct mrail_bootstrap;
+void inband_plan(struct mrail_engine *e, const struct peer_address *pas);
+/* Before the final fence: sample; publish (INBAND_PUBLISH). */
+void inband_sample(struct mrail_engine *e, const struct mrail_bootstrap_ops *bo,
+		   struct mrail_bootstrap *bs);
+/* After it: the published models (INBAND_FETCH). */
+void inband_fetch(struct mrail_engine *e, const struct mrail_bootstrap_ops *bo,
+		  struct mrail_bootstrap *bs);
+/* A rail just up without a profile: the in-band model of its interface. */
+void inband_model_for(struct mrail_engine *e, struct rail *r);
 
 /* rail.c */
 struct rail *rail_new(struct mrail_engine *e, struct local_rail *l);

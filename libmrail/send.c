@@ -277,6 +277,7 @@ int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r)
 	r->seq = g->next_send_seq++;
 	r->phase = REQ_QUEUED;
 	mrail_list_append(&g->sendq, &r->link);
+	gate_first_use(e, g); /* lazy connection: connects an idle gate */
 	gate_schedule(e, g);
 	return MRAIL_OK;
 }

@@ -588,6 +588,12 @@ static int bind_local_side(int fd, const char *local,
 			    local, remote_name);
 		return MRAIL_ERR_INVALID;
 	}
+	/* The port is picked at connect time, per destination: a bind to
+	 * port 0 searched every bound port (quadratic in the connections
+	 * of a host: most of the CPU of 64 ranks x 4 rails, docs/scale.md). */
+	int one = 1;
+	(void)setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one,
+			 sizeof one);
 	if (bind(fd, (struct sockaddr *)&ss, sl) < 0) {
 		tcp_sockaddr_name(&ss, name, sizeof name);
 		mrail_error("tcp: cannot bind %s to connect to %s: %s", name,

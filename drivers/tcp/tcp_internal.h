@@ -56,6 +56,11 @@ static inline uint64_t tcp_get_le64(const uint8_t *p)
 
 /* ---- tuning ------------------------------------------------------------ */
 
+/* The receive buffer starts at TCP_RBUF_MIN, doubles while reads fill
+ * it, up to TCP_RBUF_SIZE, and is freed when the socket is drained with
+ * no partial frame: an idle connection holds none (docs/scale.md; a
+ * fixed 256 KiB per connection was most of a connected peer's memory). */
+#define TCP_RBUF_MIN (16 * 1024)
 #define TCP_RBUF_SIZE (256 * 1024)
 #define TCP_DEFAULT_SOCKBUF (4 * 1024 * 1024)
 /* Read syscalls one endpoint may use per progress call (fairness). */
@@ -132,6 +137,7 @@ struct mrail_drv_ep {
 	/* Receive buffer: bytes [rstart, rend) not yet parsed. */
 	char *rbuf;
 	size_t rcap, rstart, rend;
+	bool rfull;      /* the last read filled rbuf: grow it */
 	/* Body being received straight into engine memory. */
 	bool in_body;
 	struct iovec *dst; /* TCP_MAX_BODY_IOV + 1 entries (+1: spill) */

@@ -317,7 +317,11 @@ static bool rx_make_room(struct mrail_drv_ep *ep)
 {
 	size_t avail = ep->rend - ep->rstart;
 	size_t frame = rx_partial_frame_size(ep);
-	size_t cap = frame > TCP_RBUF_SIZE ? frame : TCP_RBUF_SIZE;
+	size_t want = ep->rcap ? ep->rcap : TCP_RBUF_MIN;
+	if (ep->rfull && want < TCP_RBUF_SIZE)
+		want = 2 * want < TCP_RBUF_SIZE ? 2 * want : TCP_RBUF_SIZE;
+	ep->rfull = false;
+	size_t cap = frame > want ? frame : want;
 
 	if (ep->rcap < cap) {
 		char *grown = realloc(ep->rbuf, cap);
@@ -355,6 +359,7 @@ static enum rx_result rx_read_frames(struct mrail_drv_ep *ep)
 	if (n <= 0)
 		return rx_read_result(ep, n, errno);
 	ep->rend += (size_t)n;
+	ep->rfull = (size_t)n == room;
 	return (size_t)n < room ? RX_DRAINED : RX_MORE;
 }
 
@@ -375,6 +380,16 @@ void tcp_rx_process(struct mrail_drv_ep *ep)
 		}
 		/* A short read emptied the socket; level-triggered epoll
 		 * reports anything newer (or left by the budget) next time. */
+		if (drained && !ep->in_body && ep->rstart == ep->rend) {
+			/* Nothing pending: an idle connection keeps no
+			 * buffer (TCP_RBUF_MIN). */
+			free(ep->rbuf);
+			ep->rbuf = NULL;
+			ep->rcap = ep->rstart = ep->rend = 0;
+			ep->rfull = false;
+			free(ep->dst); /* 16 KiB: malloc'd at the next body */
+			ep->dst = NULL;
+		}
 		if (drained || syscalls++ >= TCP_RX_SYSCALL_BUDGET)
 			return;
 		r = ep->in_body ? rx_read_body(ep) : rx_read_frames(ep);

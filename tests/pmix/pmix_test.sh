@@ -74,6 +74,16 @@ alltoall-np4-3rails)
 	expect_count err 'info: connected to 4 ranks' 4
 	expect_count err 'info: rank [0-3]: 3 rail\(s\) up' 12
 	;;
+alltoall-np4-lazy)
+	# Lazy connection under PMIx (docs/scale.md): rails connect at the
+	# first message, both sides at once.
+	MRAIL_CONNECT=lazy MRAIL_LOG_LEVEL=info MRAIL_TCP_LOOPBACK_RAILS=2 \
+		mpi 4 "$A2A"
+	expect_rc 0
+	expect_out '^test_alltoall: 4 ranks, all messages verified'
+	expect_count err 'info: connected to 4 ranks' 4
+	expect_count err 'info: rank [0-3]: 2 rail\(s\) up' 12
+	;;
 semantics)
 	# A stale MRAIL_KVS_ADDR must not take precedence over PMIx.
 	MRAIL_KVS_ADDR=127.0.0.1:1 mpi 3 "$PRANK" semantics
