@@ -223,6 +223,8 @@ static const char *check_hello(struct mrail_engine *e, struct rail *r,
 			     have->state == RAIL_WAIT_ACK) &&
 		    e->lazy_connect && settle_race(e, g, h->rail_index))
 			return lost_race;
+		/* settle_race may have dropped ours: look again. */
+		have = g->rails[h->rail_index];
 		if (have && !failover_may_replace(have))
 			return "duplicate rail from a known peer";
 	}

@@ -390,7 +390,10 @@ void rma_recv_finish(struct mrail_engine *e, struct mrail_request *r)
 {
 	/* The sender completes on this notice (v5), whatever moved the
 	 * bytes: GET_FIN when some were read by RDMA, else RDV_DONE. */
-	if (r->gate->state == GATE_UP) {
+	/* A lazily connected gate carries traffic on its first rails while
+	 * the others still connect (GATE_CONNECTING): the notice is owed
+	 * then too, or the sender waits for it forever. */
+	if (r->gate->state == GATE_UP || r->gate->state == GATE_CONNECTING) {
 		struct rail *fr = r->rma ? r->rma->fin_rail : NULL;
 		if (!usable(fr))
 			fr = failover_survivor(r->gate, NULL);
@@ -441,7 +444,8 @@ static void put_done(struct mrail_engine *e, struct send_op *op, int status)
 	if (c->status == MRAIL_OK) {
 		op->rail->stats.tx_bytes += c->len;
 		op->rail->stats.tx_wire_bytes += c->len;
-		if (op->rail->gate->state == GATE_UP &&
+		if ((op->rail->gate->state == GATE_UP ||
+		     op->rail->gate->state == GATE_CONNECTING) &&
 		    op->rail->state == RAIL_UP)
 			send_fin_packet(e, op->rail, MRAIL_WIRE_PUT_FIN,
 					c->recv_id, c->offset, c->len);
