@@ -246,6 +246,7 @@ struct ofi_rail {
 	int cq_fd; /* -1: the CQ has no wait fd */
 	bool up;   /* endpoint enabled and head buffers posted */
 	bool mr_local, virt_addr, prov_key, mr_endpoint, rma;
+	bool directed; /* FI_DIRECTED_RECV: body receives name their peer */
 	size_t inject_size;
 	size_t rx_iov_limit;
 	uint8_t addr[OFI_ADDR_MAX];

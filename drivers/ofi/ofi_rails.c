@@ -135,7 +135,7 @@ static bool loopback_addr(const struct fi_info *fi)
 }
 
 static struct fi_info *make_hints(const struct ofi_params *p, bool rma,
-				  bool mr_local)
+				  bool mr_local, bool directed)
 {
 	struct fi_info *h = fi_allocinfo();
 
@@ -143,6 +143,10 @@ static struct fi_info *make_hints(const struct ofi_params *p, bool rma,
 		return NULL;
 	h->ep_attr->type = FI_EP_RDM;
 	h->caps = FI_TAGGED;
+	/* Body receives name their sender: shm (1.17) otherwise lets a
+	 * dead peer's stale body reach another connection's receive. */
+	if (directed)
+		h->caps |= FI_DIRECTED_RECV;
 	if (rma)
 		h->caps |= FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ |
 			   FI_REMOTE_WRITE;
@@ -160,7 +164,8 @@ static struct fi_info *make_hints(const struct ofi_params *p, bool rma,
 }
 
 /* The first of: with RMA, with RMA and local registration, without RMA,
- * without RMA with local registration. */
+ * without RMA with local registration; each with directed receives if the
+ * provider has them. */
 static struct fi_info *getinfo(const struct ofi_params *p)
 {
 	static const bool tries[4][2] = {
@@ -168,8 +173,9 @@ static struct fi_info *getinfo(const struct ofi_params *p)
 	struct fi_info *out = NULL;
 	int last = -FI_ENODATA;
 
-	for (int i = 0; i < 4 && !out; i++) {
-		struct fi_info *h = make_hints(p, tries[i][0], tries[i][1]);
+	for (int i = 0; i < 8 && !out; i++) {
+		struct fi_info *h = make_hints(p, tries[i / 2][0],
+					       tries[i / 2][1], i % 2 == 0);
 		if (!h)
 			return NULL;
 		last = fi_getinfo(OFI_FI_VERSION, NULL, NULL, 0, h, &out);
@@ -214,6 +220,7 @@ static void describe(struct ofi_rail *r, struct fi_info *fi)
 	r->mr_endpoint = fi->domain_attr->mr_mode & FI_MR_ENDPOINT;
 	r->rma = (fi->caps & FI_RMA) && (fi->caps & FI_READ) &&
 		 (fi->caps & FI_WRITE);
+	r->directed = fi->caps & FI_DIRECTED_RECV;
 	r->inject_size = fi->tx_attr->inject_size;
 	r->rx_iov_limit = fi->rx_attr->iov_limit ? fi->rx_attr->iov_limit : 1;
 	r->cq_fd = -1;
