@@ -42,6 +42,22 @@ static int set_str(char *dst, size_t cap, const char *key, const char *val)
 	return 0;
 }
 
+static int parse_shm(const char *key, const char *val, enum ofi_shm_mode *m)
+{
+	if (!strcmp(val, "auto"))
+		*m = OFI_SHM_AUTO;
+	else if (!strcmp(val, "yes") || !strcmp(val, "1"))
+		*m = OFI_SHM_YES;
+	else if (!strcmp(val, "no") || !strcmp(val, "0"))
+		*m = OFI_SHM_NO;
+	else {
+		mrail_error("ofi: parameter %s='%s': expected auto, yes or no",
+			    key, val);
+		return MRAIL_ERR_CONFIG;
+	}
+	return 0;
+}
+
 int ofi_params_parse(const char *s, struct ofi_params *p)
 {
 	const char *env;
@@ -53,6 +69,9 @@ int ofi_params_parse(const char *s, struct ofi_params *p)
 	env = getenv("MRAIL_OFI_PROVIDER");
 	if (env && set_str(p->provider, sizeof p->provider,
 			   "MRAIL_OFI_PROVIDER", env))
+		return MRAIL_ERR_CONFIG;
+	env = getenv("MRAIL_OFI_SHM");
+	if (env && parse_shm("MRAIL_OFI_SHM", env, &p->shm))
 		return MRAIL_ERR_CONFIG;
 	env = getenv("MRAIL_OFI_DOMAINS");
 	if (env && set_str(p->domains, sizeof p->domains, "MRAIL_OFI_DOMAINS",
@@ -66,11 +85,14 @@ int ofi_params_parse(const char *s, struct ofi_params *p)
 		if (rc < 0) {
 			mrail_error("ofi: malformed parameters '%s': expected "
 				    "key=value,... (keys: provider, domains, "
-				    "rx_bufs)",
+				    "rx_bufs, shm)",
 				    s);
 			return MRAIL_ERR_CONFIG;
 		}
-		if (!strcmp(key, "provider")) {
+		if (!strcmp(key, "shm")) {
+			if (parse_shm(key, val, &p->shm))
+				return MRAIL_ERR_CONFIG;
+		} else if (!strcmp(key, "provider")) {
 			if (set_str(p->provider, sizeof p->provider, key, val))
 				return MRAIL_ERR_CONFIG;
 		} else if (!strcmp(key, "domains")) {
@@ -92,11 +114,12 @@ int ofi_params_parse(const char *s, struct ofi_params *p)
 			p->rx_bufs = (int)v;
 		} else {
 			mrail_error("ofi: unknown parameter '%s' (known: "
-				    "provider, domains, rx_bufs)",
+				    "provider, domains, rx_bufs, shm)",
 				    key);
 			return MRAIL_ERR_CONFIG;
 		}
 	}
+	p->provider_given = p->provider[0] != 0;
 	if (!p->provider[0])
 		snprintf(p->provider, sizeof p->provider, "%s",
 			 OFI_DEFAULT_PROVIDER);
@@ -134,7 +157,7 @@ static bool loopback_addr(const struct fi_info *fi)
 	return false;
 }
 
-static struct fi_info *make_hints(const struct ofi_params *p, bool rma,
+static struct fi_info *make_hints(const char *provider, bool rma,
 				  bool mr_local, bool directed)
 {
 	struct fi_info *h = fi_allocinfo();
@@ -159,14 +182,14 @@ static struct fi_info *make_hints(const struct ofi_params *p, bool rma,
 	/* Frames of one connection must arrive in posting order. */
 	h->tx_attr->msg_order = FI_ORDER_SAS;
 	h->rx_attr->msg_order = FI_ORDER_SAS;
-	h->fabric_attr->prov_name = strdup(p->provider);
+	h->fabric_attr->prov_name = strdup(provider);
 	return h;
 }
 
 /* The first of: with RMA, with RMA and local registration, without RMA,
  * without RMA with local registration; each with directed receives if the
  * provider has them. */
-static struct fi_info *getinfo(const struct ofi_params *p)
+static struct fi_info *getinfo(const char *provider, bool quiet)
 {
 	static const bool tries[4][2] = {
 		{true, false}, {true, true}, {false, false}, {false, true}};
@@ -174,7 +197,7 @@ static struct fi_info *getinfo(const struct ofi_params *p)
 	int last = -FI_ENODATA;
 
 	for (int i = 0; i < 8 && !out; i++) {
-		struct fi_info *h = make_hints(p, tries[i / 2][0],
+		struct fi_info *h = make_hints(provider, tries[i / 2][0],
 					       tries[i / 2][1], i % 2 == 0);
 		if (!h)
 			return NULL;
@@ -183,12 +206,12 @@ static struct fi_info *getinfo(const struct ofi_params *p)
 		if (last)
 			out = NULL;
 	}
-	if (!out)
+	if (!out && !quiet)
 		mrail_error("ofi: provider '%s' offers no reliable-datagram "
 			    "endpoint with tagged messages here (fi_getinfo: "
 			    "%s); check MRAIL_OFI_PROVIDER and `fi_info -p "
 			    "'%s'`",
-			    p->provider, fi_strerror(-last), p->provider);
+			    provider, fi_strerror(-last), provider);
 	return out;
 }
 
@@ -226,20 +249,20 @@ static void describe(struct ofi_rail *r, struct fi_info *fi)
 	r->cq_fd = -1;
 }
 
-int ofi_rails_discover(struct mrail_drv *drv)
+/* One rail per domain of provider in all (filtered by domains). */
+static void add_rails(struct mrail_drv *drv, struct fi_info *all,
+		      const char *provider, const char *domains, int max)
 {
-	struct fi_info *all = getinfo(&drv->par), *fi;
+	char left[256] = "";
+	size_t used = 0;
 
-	if (!all)
-		return MRAIL_ERR_NOT_FOUND;
-	for (fi = all; fi; fi = fi->next) {
+	for (struct fi_info *fi = all; fi; fi = fi->next) {
 		const char *dom = fi->domain_attr->name;
 		int at;
 
-		if (!dom || strcmp(fi->fabric_attr->prov_name,
-				   drv->par.provider))
+		if (!dom || strcmp(fi->fabric_attr->prov_name, provider))
 			continue;
-		if (drv->par.domains[0] && !in_csv(drv->par.domains, dom))
+		if (domains[0] && !in_csv(domains, dom))
 			continue;
 		at = rail_index_of(drv, dom);
 		/* One rail per domain: IPv4 preferred over the IPv6
@@ -257,9 +280,12 @@ int ofi_rails_discover(struct mrail_drv *drv)
 			}
 			continue;
 		}
-		if (drv->nrails == OFI_MAX_RAILS) {
-			mrail_warn("ofi: more than %d domains: %s left out",
-				   OFI_MAX_RAILS, dom);
+		if (drv->nrails >= max) {
+			if (!in_csv(left, dom) && used < sizeof left)
+				used += (size_t)snprintf(left + used,
+							 sizeof left - used,
+							 "%s%s", used ? "," : "",
+							 dom);
 			continue;
 		}
 		struct ofi_rail *r = &drv->rails[drv->nrails];
@@ -271,13 +297,99 @@ int ofi_rails_discover(struct mrail_drv *drv)
 		r->index = drv->nrails++;
 		describe(r, r->info);
 	}
+	if (left[0])
+		mrail_warn("ofi: %s: more than %d domains, left out: %s "
+			   "(choose with domains=... or MRAIL_OFI_DOMAINS)",
+			   provider, max, left);
+}
+
+/* The shm provider's entries when this instance adds a shm rail for
+ * peers on this host (docs/driver-ofi.md): shm=yes, or shm=auto with the
+ * default provider. NULL otherwise; *rc set when shm=yes cannot be met. */
+static struct fi_info *shm_wanted(const struct ofi_params *p, int *rc)
+{
+	bool want = p->shm == OFI_SHM_YES ||
+		    (p->shm == OFI_SHM_AUTO && !p->provider_given);
+	struct fi_info *all;
+
+	*rc = 0;
+	if (!want || !strcmp(p->provider, "shm"))
+		return NULL;
+	all = getinfo("shm", p->shm != OFI_SHM_YES);
+	if (!all && p->shm == OFI_SHM_YES) {
+		mrail_error("ofi: shm=yes, but the shm provider offers no "
+			    "endpoint here (`fi_info -p shm`)");
+		*rc = MRAIL_ERR_NOT_FOUND;
+	} else if (!all) {
+		mrail_debug("ofi: no shm provider here: peers on this host "
+			    "use %s",
+			    p->provider);
+	}
+	return all;
+}
+
+/* With a shm rail the provider's own loopback rails go (unless named in
+ * domains): pairing uses every host-scope rail two processes share, and
+ * shm is the faster one. */
+static void drop_loopback(struct mrail_drv *drv, int n)
+{
+	const struct ofi_params *p = &drv->par;
+
+	for (int i = 0; i < n; i++) {
+		struct ofi_rail *r = &drv->rails[i];
+		if (r->scope != MRAIL_DRV_SCOPE_HOST ||
+		    (p->domains[0] && in_csv(p->domains, r->name)))
+			continue;
+		mrail_debug("ofi: %s left out: shm serves this host",
+			    r->printable);
+		fi_freeinfo(r->info);
+		memmove(r, r + 1, (size_t)(drv->nrails - i - 1) * sizeof *r);
+		drv->nrails--;
+		n--;
+		i--;
+	}
+	for (int i = 0; i < drv->nrails; i++)
+		drv->rails[i].index = i;
+}
+
+int ofi_rails_discover(struct mrail_drv *drv)
+{
+	struct fi_info *all, *shm;
+	int rc, n;
+
+	shm = shm_wanted(&drv->par, &rc);
+	if (rc)
+		return rc;
+	all = getinfo(drv->par.provider, false);
+	if (!all) {
+		if (shm)
+			fi_freeinfo(shm);
+		return MRAIL_ERR_NOT_FOUND;
+	}
+	/* The shm rail keeps a slot whatever the number of interfaces. */
+	add_rails(drv, all, drv->par.provider, drv->par.domains,
+		  OFI_MAX_RAILS - (shm ? 1 : 0));
 	fi_freeinfo(all);
-	if (drv->nrails == 0) {
+	n = drv->nrails;
+	if (n == 0) {
 		mrail_error("ofi: provider '%s' has no domain%s%s here",
 			    drv->par.provider,
 			    drv->par.domains[0] ? " among " : "",
 			    drv->par.domains);
+		if (shm)
+			fi_freeinfo(shm);
 		return MRAIL_ERR_NOT_FOUND;
+	}
+	if (shm) {
+		add_rails(drv, shm, "shm", "", OFI_MAX_RAILS);
+		fi_freeinfo(shm);
+		if (drv->nrails > n)
+			drop_loopback(drv, n);
+		else if (drv->par.shm == OFI_SHM_YES) {
+			mrail_error("ofi: shm=yes, but the shm provider has no "
+				    "domain here");
+			return MRAIL_ERR_NOT_FOUND;
+		}
 	}
 	for (int i = 0; i < drv->nrails; i++)
 		mrail_debug("ofi: rail %d: %s fabric %s%s%s", i,

@@ -113,6 +113,51 @@ static int test_params(void)
 	CHECK(!h_side_open_params("A", "provider=tcp+ofi_rxm,domains=nosuch",
 				  &rc) &&
 	      rc == MRAIL_ERR_NOT_FOUND);
+	CHECK(!h_side_open_params("A", "shm=maybe", &rc) &&
+	      rc == MRAIL_ERR_CONFIG);
+	return 0;
+}
+
+/* The shm rail for peers on this host: added by default, and then the
+ * socket provider's loopback rail goes; not added when the user names a
+ * provider, unless shm=yes; shm=no never. */
+static int test_shm_default(void)
+{
+	struct mrail_drv_rail_desc d[8];
+	struct side *a;
+	bool shm = false, lo = false;
+	int n;
+
+	a = h_side_open_params("A", "", NULL);
+	if (!a)
+		return SKIP;
+	n = ops->list_rails(a->drv, d, 8);
+	for (int i = 0; i < n; i++) {
+		shm = shm || !strcmp(d[i].name, "shm");
+		lo = lo || !strcmp(d[i].name, "lo");
+	}
+	h_side_close(a);
+	if (!shm) {
+		printf("SKIP: no shm provider here\n");
+		return SKIP;
+	}
+	CHECK(!lo);
+	a = h_side_open_params("A", "shm=no", NULL);
+	CHECK(a);
+	n = ops->list_rails(a->drv, d, 8);
+	for (int i = 0; i < n; i++)
+		CHECK(strcmp(d[i].name, "shm") != 0);
+	h_side_close(a);
+	a = h_side_open_params("A", TCP, NULL);
+	CHECK(a && ops->list_rails(a->drv, d, 8) == 1);
+	h_side_close(a);
+	/* Named domains stay: lo and shm side by side. */
+	a = h_side_open_params("A", "provider=tcp+ofi_rxm,domains=lo,shm=yes",
+			       NULL);
+	CHECK(a && ops->list_rails(a->drv, d, 8) == 2);
+	CHECK(!strcmp(d[0].name, "lo") && !strcmp(d[1].name, "shm"));
+	CHECK(d[1].scope == MRAIL_DRV_SCOPE_HOST);
+	h_side_close(a);
 	return 0;
 }
 
@@ -465,6 +510,7 @@ static const struct {
 } tests[] = {
 	{"caps", test_caps},
 	{"params", test_params},
+	{"shm-default", test_shm_default},
 	{"frames-tcp", test_frames_tcp},
 	{"frames-shm", test_frames_shm},
 	{"rma-tcp", test_rma_tcp},
