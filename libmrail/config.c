@@ -24,7 +24,8 @@ static const char *const known_vars[] = {
 	"MRAIL_EAGER_MAX", "MRAIL_PROGRESS_THREAD", "MRAIL_BOOTSTRAP",
 	"MRAIL_CONNECT_TIMEOUT", "MRAIL_FINALIZE_TIMEOUT", "MRAIL_JOB_KEY",
 	"MRAIL_TCP_SOCKBUF", /* drivers/tcp */
-	"MRAIL_OFI_PROVIDER", "MRAIL_OFI_DOMAINS", /* drivers/ofi */
+	"MRAIL_OFI_PROVIDER", "MRAIL_OFI_DOMAINS", "MRAIL_OFI_SHM",
+	"MRAIL_OFI_LIBRARY", /* drivers/ofi */
 	"MRAIL_INBAND_SAMPLING", "MRAIL_THREAD_LEVEL",
 	"MRAIL_OFFLOAD_CORES", "MRAIL_OFFLOAD_FORCE", /* libmrail/offload */
 	/* set by mrail-run for the bootstrap */
