@@ -70,10 +70,10 @@ static const struct {
 	const char *name, *why;
 	int built;
 } optional[] = {
-	{"ofi", "libfabric (libfabric-dev) was not found when libmrail was "
-		"configured", MRAIL_HAVE_LIBFABRIC},
-	{"verbs", "libibverbs (libibverbs-dev) was not found when libmrail was "
-		  "configured", MRAIL_HAVE_IBVERBS},
+	{"ofi", "libmrail was configured without libfabric (libfabric-dev "
+		"missing, or -Dofi=disabled)", MRAIL_HAVE_LIBFABRIC},
+	{"verbs", "libmrail was configured without libibverbs "
+		  "(libibverbs-dev missing)", MRAIL_HAVE_IBVERBS},
 	{"fake", "test drivers are off (-Dtest_drivers=false)",
 	 MRAIL_HAVE_TEST_DRIVERS},
 };
