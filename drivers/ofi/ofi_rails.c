@@ -6,6 +6,7 @@
  * its pre-posted head buffers).
  */
 #include "drivers/ofi/ofi_internal.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #define OFI_DEFAULT_PROVIDER "tcp;ofi_rxm"
@@ -443,8 +445,14 @@ static int unique_shm_name(struct ofi_rail *r)
 	if (r->info->addr_format != FI_ADDR_STR ||
 	    !strstr(r->info->fabric_attr->prov_name, "shm"))
 		return 0;
-	snprintf(name, sizeof name, "fi_shm://mrail_%d_%u", (int)getpid(),
-		 atomic_fetch_add(&shm_counter, 1));
+	/* A random part too: a killed process leaves its region in
+	 * /dev/shm, and a later process with the same pid would find the
+	 * name taken (fi_enable: EBUSY). */
+	uint32_t nonce;
+	if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != sizeof nonce)
+		nonce = (uint32_t)(mrail_now() * 1e9);
+	snprintf(name, sizeof name, "fi_shm://mrail_%d_%u_%08x", (int)getpid(),
+		 atomic_fetch_add(&shm_counter, 1), nonce);
 	free(r->info->src_addr);
 	r->info->src_addr = strdup(name);
 	if (!r->info->src_addr)
