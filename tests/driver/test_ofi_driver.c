@@ -9,6 +9,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -409,6 +410,25 @@ static bool sink_body_done(struct tep *t, void *cookie)
 	return true;
 }
 
+/* A killed process leaves its shm region behind (docs/driver-ofi.md,
+ * known limits): the test that killed it removes it. */
+static void remove_shm_regions(pid_t pid)
+{
+	char prefix[32], path[300];
+	struct dirent *d;
+	DIR *dir = opendir("/dev/shm");
+
+	if (!dir)
+		return;
+	snprintf(prefix, sizeof prefix, "mrail_%d_", (int)pid);
+	while ((d = readdir(dir)))
+		if (!strncmp(d->d_name, prefix, strlen(prefix))) {
+			snprintf(path, sizeof path, "/dev/shm/%s", d->d_name);
+			unlink(path);
+		}
+	closedir(dir);
+}
+
 /* A peer process killed while it streams bodies to us: our end fails
  * with MRAIL_ERR_PEER (a ping or the transfer itself sees it), no hang,
  * and another connection of the same instance keeps working. */
@@ -467,6 +487,7 @@ static int peer_killed(const char *params)
 	CHECK(ta->error_status == MRAIL_ERR_PEER);
 	int st;
 	CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st));
+	remove_shm_regions(pid);
 	h_close(ta);
 	/* The other connection is unaffected. */
 	frame_stream(&tc, tac, 20, 1);
