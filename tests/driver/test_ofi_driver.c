@@ -469,15 +469,20 @@ static int peer_killed(const char *params)
 		}
 	}
 	close(ready[1]);
+	/* The child's connection first, so which accepted end is whose is
+	 * known (h_connect_pair names the next one accepted). */
+	WAIT_FOR(a->naccepted == 1, 30);
+	struct tep *ta = &a->acc[0];
+	/* Before its first body (it cannot send one before our ACCEPT,
+	 * which left in the progress call that accepted it). */
+	ta->on_body = sink_body;
+	ta->on_body_done = sink_body_done;
 	/* A bystander connection within this process. */
 	c = h_side_open_params("C", params, NULL);
 	struct tep tc;
 	h_tep_init(&tc, "C.conn");
 	struct tep *tac = h_connect_pair(c, &tc, rail_of(c), a);
-	WAIT_FOR(a->naccepted == 2, 30);
-	struct tep *ta = &a->acc[0] == tac ? &a->acc[1] : &a->acc[0];
-	ta->on_body = sink_body;
-	ta->on_body_done = sink_body_done;
+	CHECK(a->naccepted == 2 && tac == &a->acc[1]);
 	CHECK(read(ready[0], &ch, 1) == 1);
 	h_progress_all();
 	CHECK(kill(pid, SIGKILL) == 0);
