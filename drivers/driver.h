@@ -271,5 +271,8 @@ const struct mrail_drv_ops *mrail_driver_find(const char *name);
 const struct mrail_drv_ops *mrail_driver_find_n(const char *name, size_t n);
 /* Comma-separated names of the built-in drivers (for error messages). */
 const char *mrail_driver_names(void);
+/* Why a driver libmrail knows of is left out of this build ("libmrail
+ * was configured without libfabric ..."), or NULL (built in, or unknown). */
+const char *mrail_driver_absent_why(const char *name);
 
 #endif

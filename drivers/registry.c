@@ -63,3 +63,25 @@ const struct mrail_drv_ops *mrail_driver_find_n(const char *name, size_t n)
 	buf[n] = '\0';
 	return mrail_driver_find(buf);
 }
+
+/* Drivers left out of this build, and why: asking for one says so rather
+ * than "unknown driver". */
+static const struct {
+	const char *name, *why;
+	int built;
+} optional[] = {
+	{"ofi", "libmrail was configured without libfabric (libfabric-dev "
+		"missing, or -Dofi=disabled)", MRAIL_HAVE_LIBFABRIC},
+	{"verbs", "libmrail was configured without libibverbs "
+		  "(libibverbs-dev missing)", MRAIL_HAVE_IBVERBS},
+	{"fake", "test drivers are off (-Dtest_drivers=false)",
+	 MRAIL_HAVE_TEST_DRIVERS},
+};
+
+const char *mrail_driver_absent_why(const char *name)
+{
+	for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+		if (!optional[i].built && !strcmp(optional[i].name, name))
+			return optional[i].why;
+	return NULL;
+}

@@ -26,7 +26,8 @@ static const char *const known_vars[] = {
 	"MRAIL_CONNECT_TIMEOUT", "MRAIL_FINALIZE_TIMEOUT", "MRAIL_JOB_KEY",
 	"MRAIL_RAIL_TIMEOUT", /* libmrail/failover.c */
 	"MRAIL_TCP_SOCKBUF", /* drivers/tcp */
-	"MRAIL_OFI_PROVIDER", "MRAIL_OFI_DOMAINS", /* drivers/ofi */
+	"MRAIL_OFI_PROVIDER", "MRAIL_OFI_DOMAINS", "MRAIL_OFI_SHM",
+	"MRAIL_OFI_LIBRARY", /* drivers/ofi */
 	"MRAIL_INBAND_SAMPLING", "MRAIL_THREAD_LEVEL", "MRAIL_CONNECT",
 	"MRAIL_OFFLOAD_CORES", "MRAIL_OFFLOAD_FORCE", /* libmrail/offload */
 	/* set by mrail-run for the bootstrap */

@@ -35,6 +35,12 @@ static int params_for(const char *all, const char *name, char *out,
 			}
 			memcpy(out, colon + 1, vl);
 			out[vl] = '\0';
+		} else if (!mrail_driver_find_n(p, dl) && dl < 16 &&
+			   mrail_driver_absent_why(strndupa(p, dl))) {
+			mrail_error("MRAIL_DRIVER_PARAMS: driver '%.*s' is not "
+				    "built into this libmrail: %s", (int)dl, p,
+				    mrail_driver_absent_why(strndupa(p, dl)));
+			return MRAIL_ERR_CONFIG;
 		} else if (!mrail_driver_find_n(p, dl)) {
 			mrail_error("invalid MRAIL_DRIVER_PARAMS='%s': unknown "
 				    "driver '%.*s' (known: %s)", all, (int)dl, p,
@@ -53,6 +59,13 @@ static int open_instance(struct mrail_engine *e, const char *name)
 	struct drv_instance *di = &e->drivers[e->ndrv];
 	const struct mrail_drv_ops *ops = mrail_driver_find(name);
 
+	if (!ops && mrail_driver_absent_why(name)) {
+		mrail_error("MRAIL_DRIVERS='%s': driver '%s' is not built into "
+			    "this libmrail: %s (built in: %s)", e->cfg.drivers,
+			    name, mrail_driver_absent_why(name),
+			    mrail_driver_names());
+		return MRAIL_ERR_CONFIG;
+	}
 	if (!ops) {
 		mrail_error("invalid MRAIL_DRIVERS='%s': unknown driver '%s' "
 			    "(known: %s)", e->cfg.drivers, name,

@@ -17,6 +17,7 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -799,6 +800,32 @@ static int poll_cq(struct ofi_rail *r)
 	return n;
 }
 
+/* A host-scope peer process is gone: kill(pid, 0) alone is not enough,
+ * since an exited child of ours (or of a launcher that has not reaped it
+ * yet) is a zombie that still "exists". */
+static bool pid_dead(pid_t pid)
+{
+	char path[64], buf[256];
+	const char *rp;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* "pid (comm) S ...": comm may hold ')' itself, so the last one. */
+	rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 static void ping_scan(struct mrail_drv *drv, double now)
 {
 	if (now - drv->last_ping_scan < OFI_PING_INTERVAL)
@@ -810,8 +837,7 @@ static void ping_scan(struct mrail_drv *drv, double now)
 			continue;
 		/* Same host: a dead process is seen at once. */
 		if (ep->rail->scope == MRAIL_DRV_SCOPE_HOST &&
-		    ep->peer_pid > 0 && kill(ep->peer_pid, 0) < 0 &&
-		    errno == ESRCH) {
+		    ep->peer_pid > 0 && pid_dead(ep->peer_pid)) {
 			ofi_ep_fail(ep, MRAIL_ERR_PEER,
 				    "peer process %d of %s died",
 				    (int)ep->peer_pid, ep->remote_name);

@@ -534,7 +534,8 @@ static void body_post(struct mrail_drv_ep *ep)
 			    ep->remote_name);
 		return;
 	}
-	rc = fi_trecvv(r->ep, iov, b->desc, (size_t)cnt, FI_ADDR_UNSPEC,
+	rc = fi_trecvv(r->ep, iov, b->desc, (size_t)cnt,
+		       r->directed ? ep->peer : FI_ADDR_UNSPEC,
 		       ofi_body_tag(ep->id, b->seq), 0, &b->op.fctx);
 	if (rc == 0) {
 		b->posted = true;

@@ -139,10 +139,16 @@ void ofi_hdr_write(uint8_t *p, const struct ofi_hdr *h);
 
 /* ---- knobs ------------------------------------------------------------- */
 
+enum ofi_shm_mode { OFI_SHM_AUTO, OFI_SHM_YES, OFI_SHM_NO };
+
 struct ofi_params {
 	char provider[64];  /* "tcp;ofi_rxm" ('+' accepted for ';') */
 	char domains[256];  /* comma-separated domain names, "" = all */
 	int rx_bufs;
+	bool provider_given; /* by the user (params or environment) */
+	/* An extra shm rail for peers on this host (docs/driver-ofi.md):
+	 * auto = when the provider is the default one. */
+	enum ofi_shm_mode shm;
 };
 int ofi_params_parse(const char *s, struct ofi_params *p);
 
@@ -246,6 +252,7 @@ struct ofi_rail {
 	int cq_fd; /* -1: the CQ has no wait fd */
 	bool up;   /* endpoint enabled and head buffers posted */
 	bool mr_local, virt_addr, prov_key, mr_endpoint, rma;
+	bool directed; /* FI_DIRECTED_RECV: body receives name their peer */
 	size_t inject_size;
 	size_t rx_iov_limit;
 	uint8_t addr[OFI_ADDR_MAX];

@@ -10,6 +10,7 @@
 #include "util/log.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <pthread.h>
 
 struct ofi_lib ofi_lib;
@@ -19,10 +20,20 @@ static int load_rc = MRAIL_ERR_NOT_FOUND;
 
 static void load(void)
 {
-	void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+	/* MRAIL_OFI_LIBRARY: a libfabric of one's own (a vendor's, in a
+	 * prefix the loader does not search). */
+	const char *lib = getenv("MRAIL_OFI_LIBRARY");
+	void *h;
+
+	if (!lib || !*lib)
+		lib = "libfabric.so.1";
+	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		mrail_error("ofi: cannot load libfabric: %s (install "
-			    "libfabric1)", dlerror());
+		mrail_error("ofi: the ofi driver is built in, but libfabric "
+			    "cannot be loaded: %s (install libfabric1, or name "
+			    "the library in MRAIL_OFI_LIBRARY; the other "
+			    "drivers work without it)",
+			    dlerror());
 		return;
 	}
 	/* The versions our headers were written for (FABRIC_1.3 has the

@@ -6,6 +6,7 @@
  * its pre-posted head buffers).
  */
 #include "drivers/ofi/ofi_internal.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/params.h"
 
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #define OFI_DEFAULT_PROVIDER "tcp;ofi_rxm"
@@ -42,6 +44,22 @@ static int set_str(char *dst, size_t cap, const char *key, const char *val)
 	return 0;
 }
 
+static int parse_shm(const char *key, const char *val, enum ofi_shm_mode *m)
+{
+	if (!strcmp(val, "auto"))
+		*m = OFI_SHM_AUTO;
+	else if (!strcmp(val, "yes") || !strcmp(val, "1"))
+		*m = OFI_SHM_YES;
+	else if (!strcmp(val, "no") || !strcmp(val, "0"))
+		*m = OFI_SHM_NO;
+	else {
+		mrail_error("ofi: parameter %s='%s': expected auto, yes or no",
+			    key, val);
+		return MRAIL_ERR_CONFIG;
+	}
+	return 0;
+}
+
 int ofi_params_parse(const char *s, struct ofi_params *p)
 {
 	const char *env;
@@ -53,6 +71,9 @@ int ofi_params_parse(const char *s, struct ofi_params *p)
 	env = getenv("MRAIL_OFI_PROVIDER");
 	if (env && set_str(p->provider, sizeof p->provider,
 			   "MRAIL_OFI_PROVIDER", env))
+		return MRAIL_ERR_CONFIG;
+	env = getenv("MRAIL_OFI_SHM");
+	if (env && parse_shm("MRAIL_OFI_SHM", env, &p->shm))
 		return MRAIL_ERR_CONFIG;
 	env = getenv("MRAIL_OFI_DOMAINS");
 	if (env && set_str(p->domains, sizeof p->domains, "MRAIL_OFI_DOMAINS",
@@ -66,11 +87,14 @@ int ofi_params_parse(const char *s, struct ofi_params *p)
 		if (rc < 0) {
 			mrail_error("ofi: malformed parameters '%s': expected "
 				    "key=value,... (keys: provider, domains, "
-				    "rx_bufs)",
+				    "rx_bufs, shm)",
 				    s);
 			return MRAIL_ERR_CONFIG;
 		}
-		if (!strcmp(key, "provider")) {
+		if (!strcmp(key, "shm")) {
+			if (parse_shm(key, val, &p->shm))
+				return MRAIL_ERR_CONFIG;
+		} else if (!strcmp(key, "provider")) {
 			if (set_str(p->provider, sizeof p->provider, key, val))
 				return MRAIL_ERR_CONFIG;
 		} else if (!strcmp(key, "domains")) {
@@ -92,11 +116,12 @@ int ofi_params_parse(const char *s, struct ofi_params *p)
 			p->rx_bufs = (int)v;
 		} else {
 			mrail_error("ofi: unknown parameter '%s' (known: "
-				    "provider, domains, rx_bufs)",
+				    "provider, domains, rx_bufs, shm)",
 				    key);
 			return MRAIL_ERR_CONFIG;
 		}
 	}
+	p->provider_given = p->provider[0] != 0;
 	if (!p->provider[0])
 		snprintf(p->provider, sizeof p->provider, "%s",
 			 OFI_DEFAULT_PROVIDER);
@@ -134,8 +159,8 @@ static bool loopback_addr(const struct fi_info *fi)
 	return false;
 }
 
-static struct fi_info *make_hints(const struct ofi_params *p, bool rma,
-				  bool mr_local)
+static struct fi_info *make_hints(const char *provider, bool rma,
+				  bool mr_local, bool directed)
 {
 	struct fi_info *h = fi_allocinfo();
 
@@ -143,6 +168,10 @@ static struct fi_info *make_hints(const struct ofi_params *p, bool rma,
 		return NULL;
 	h->ep_attr->type = FI_EP_RDM;
 	h->caps = FI_TAGGED;
+	/* Body receives name their sender: shm (1.17) otherwise lets a
+	 * dead peer's stale body reach another connection's receive. */
+	if (directed)
+		h->caps |= FI_DIRECTED_RECV;
 	if (rma)
 		h->caps |= FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ |
 			   FI_REMOTE_WRITE;
@@ -155,21 +184,23 @@ static struct fi_info *make_hints(const struct ofi_params *p, bool rma,
 	/* Frames of one connection must arrive in posting order. */
 	h->tx_attr->msg_order = FI_ORDER_SAS;
 	h->rx_attr->msg_order = FI_ORDER_SAS;
-	h->fabric_attr->prov_name = strdup(p->provider);
+	h->fabric_attr->prov_name = strdup(provider);
 	return h;
 }
 
 /* The first of: with RMA, with RMA and local registration, without RMA,
- * without RMA with local registration. */
-static struct fi_info *getinfo(const struct ofi_params *p)
+ * without RMA with local registration; each with directed receives if the
+ * provider has them. */
+static struct fi_info *getinfo(const char *provider, bool quiet)
 {
 	static const bool tries[4][2] = {
 		{true, false}, {true, true}, {false, false}, {false, true}};
 	struct fi_info *out = NULL;
 	int last = -FI_ENODATA;
 
-	for (int i = 0; i < 4 && !out; i++) {
-		struct fi_info *h = make_hints(p, tries[i][0], tries[i][1]);
+	for (int i = 0; i < 8 && !out; i++) {
+		struct fi_info *h = make_hints(provider, tries[i / 2][0],
+					       tries[i / 2][1], i % 2 == 0);
 		if (!h)
 			return NULL;
 		last = fi_getinfo(OFI_FI_VERSION, NULL, NULL, 0, h, &out);
@@ -177,12 +208,12 @@ static struct fi_info *getinfo(const struct ofi_params *p)
 		if (last)
 			out = NULL;
 	}
-	if (!out)
+	if (!out && !quiet)
 		mrail_error("ofi: provider '%s' offers no reliable-datagram "
 			    "endpoint with tagged messages here (fi_getinfo: "
 			    "%s); check MRAIL_OFI_PROVIDER and `fi_info -p "
 			    "'%s'`",
-			    p->provider, fi_strerror(-last), p->provider);
+			    provider, fi_strerror(-last), provider);
 	return out;
 }
 
@@ -214,25 +245,26 @@ static void describe(struct ofi_rail *r, struct fi_info *fi)
 	r->mr_endpoint = fi->domain_attr->mr_mode & FI_MR_ENDPOINT;
 	r->rma = (fi->caps & FI_RMA) && (fi->caps & FI_READ) &&
 		 (fi->caps & FI_WRITE);
+	r->directed = fi->caps & FI_DIRECTED_RECV;
 	r->inject_size = fi->tx_attr->inject_size;
 	r->rx_iov_limit = fi->rx_attr->iov_limit ? fi->rx_attr->iov_limit : 1;
 	r->cq_fd = -1;
 }
 
-int ofi_rails_discover(struct mrail_drv *drv)
+/* One rail per domain of provider in all (filtered by domains). */
+static void add_rails(struct mrail_drv *drv, struct fi_info *all,
+		      const char *provider, const char *domains, int max)
 {
-	struct fi_info *all = getinfo(&drv->par), *fi;
+	char left[256] = "";
+	size_t used = 0;
 
-	if (!all)
-		return MRAIL_ERR_NOT_FOUND;
-	for (fi = all; fi; fi = fi->next) {
+	for (struct fi_info *fi = all; fi; fi = fi->next) {
 		const char *dom = fi->domain_attr->name;
 		int at;
 
-		if (!dom || strcmp(fi->fabric_attr->prov_name,
-				   drv->par.provider))
+		if (!dom || strcmp(fi->fabric_attr->prov_name, provider))
 			continue;
-		if (drv->par.domains[0] && !in_csv(drv->par.domains, dom))
+		if (domains[0] && !in_csv(domains, dom))
 			continue;
 		at = rail_index_of(drv, dom);
 		/* One rail per domain: IPv4 preferred over the IPv6
@@ -250,9 +282,12 @@ int ofi_rails_discover(struct mrail_drv *drv)
 			}
 			continue;
 		}
-		if (drv->nrails == OFI_MAX_RAILS) {
-			mrail_warn("ofi: more than %d domains: %s left out",
-				   OFI_MAX_RAILS, dom);
+		if (drv->nrails >= max) {
+			if (!in_csv(left, dom) && used < sizeof left)
+				used += (size_t)snprintf(left + used,
+							 sizeof left - used,
+							 "%s%s", used ? "," : "",
+							 dom);
 			continue;
 		}
 		struct ofi_rail *r = &drv->rails[drv->nrails];
@@ -264,13 +299,99 @@ int ofi_rails_discover(struct mrail_drv *drv)
 		r->index = drv->nrails++;
 		describe(r, r->info);
 	}
+	if (left[0])
+		mrail_warn("ofi: %s: more than %d domains, left out: %s "
+			   "(choose with domains=... or MRAIL_OFI_DOMAINS)",
+			   provider, max, left);
+}
+
+/* The shm provider's entries when this instance adds a shm rail for
+ * peers on this host (docs/driver-ofi.md): shm=yes, or shm=auto with the
+ * default provider. NULL otherwise; *rc set when shm=yes cannot be met. */
+static struct fi_info *shm_wanted(const struct ofi_params *p, int *rc)
+{
+	bool want = p->shm == OFI_SHM_YES ||
+		    (p->shm == OFI_SHM_AUTO && !p->provider_given);
+	struct fi_info *all;
+
+	*rc = 0;
+	if (!want || !strcmp(p->provider, "shm"))
+		return NULL;
+	all = getinfo("shm", p->shm != OFI_SHM_YES);
+	if (!all && p->shm == OFI_SHM_YES) {
+		mrail_error("ofi: shm=yes, but the shm provider offers no "
+			    "endpoint here (`fi_info -p shm`)");
+		*rc = MRAIL_ERR_NOT_FOUND;
+	} else if (!all) {
+		mrail_debug("ofi: no shm provider here: peers on this host "
+			    "use %s",
+			    p->provider);
+	}
+	return all;
+}
+
+/* With a shm rail the provider's own loopback rails go (unless named in
+ * domains): pairing uses every host-scope rail two processes share, and
+ * shm is the faster one. */
+static void drop_loopback(struct mrail_drv *drv, int n)
+{
+	const struct ofi_params *p = &drv->par;
+
+	for (int i = 0; i < n; i++) {
+		struct ofi_rail *r = &drv->rails[i];
+		if (r->scope != MRAIL_DRV_SCOPE_HOST ||
+		    (p->domains[0] && in_csv(p->domains, r->name)))
+			continue;
+		mrail_debug("ofi: %s left out: shm serves this host",
+			    r->printable);
+		fi_freeinfo(r->info);
+		memmove(r, r + 1, (size_t)(drv->nrails - i - 1) * sizeof *r);
+		drv->nrails--;
+		n--;
+		i--;
+	}
+	for (int i = 0; i < drv->nrails; i++)
+		drv->rails[i].index = i;
+}
+
+int ofi_rails_discover(struct mrail_drv *drv)
+{
+	struct fi_info *all, *shm;
+	int rc, n;
+
+	shm = shm_wanted(&drv->par, &rc);
+	if (rc)
+		return rc;
+	all = getinfo(drv->par.provider, false);
+	if (!all) {
+		if (shm)
+			fi_freeinfo(shm);
+		return MRAIL_ERR_NOT_FOUND;
+	}
+	/* The shm rail keeps a slot whatever the number of interfaces. */
+	add_rails(drv, all, drv->par.provider, drv->par.domains,
+		  OFI_MAX_RAILS - (shm ? 1 : 0));
 	fi_freeinfo(all);
-	if (drv->nrails == 0) {
+	n = drv->nrails;
+	if (n == 0) {
 		mrail_error("ofi: provider '%s' has no domain%s%s here",
 			    drv->par.provider,
 			    drv->par.domains[0] ? " among " : "",
 			    drv->par.domains);
+		if (shm)
+			fi_freeinfo(shm);
 		return MRAIL_ERR_NOT_FOUND;
+	}
+	if (shm) {
+		add_rails(drv, shm, "shm", "", OFI_MAX_RAILS);
+		fi_freeinfo(shm);
+		if (drv->nrails > n)
+			drop_loopback(drv, n);
+		else if (drv->par.shm == OFI_SHM_YES) {
+			mrail_error("ofi: shm=yes, but the shm provider has no "
+				    "domain here");
+			return MRAIL_ERR_NOT_FOUND;
+		}
 	}
 	for (int i = 0; i < drv->nrails; i++)
 		mrail_debug("ofi: rail %d: %s fabric %s%s%s", i,
@@ -324,8 +445,14 @@ static int unique_shm_name(struct ofi_rail *r)
 	if (r->info->addr_format != FI_ADDR_STR ||
 	    !strstr(r->info->fabric_attr->prov_name, "shm"))
 		return 0;
-	snprintf(name, sizeof name, "fi_shm://mrail_%d_%u", (int)getpid(),
-		 atomic_fetch_add(&shm_counter, 1));
+	/* A random part too: a killed process leaves its region in
+	 * /dev/shm, and a later process with the same pid would find the
+	 * name taken (fi_enable: EBUSY). */
+	uint32_t nonce;
+	if (getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != sizeof nonce)
+		nonce = (uint32_t)(mrail_now() * 1e9);
+	snprintf(name, sizeof name, "fi_shm://mrail_%d_%u_%08x", (int)getpid(),
+		 atomic_fetch_add(&shm_counter, 1), nonce);
 	free(r->info->src_addr);
 	r->info->src_addr = strdup(name);
 	if (!r->info->src_addr)

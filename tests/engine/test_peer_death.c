@@ -33,7 +33,11 @@ static int job(mrail_engine_t *e, uint32_t rank, uint32_t n)
 				     MRAIL_TAG_MASK_ALL, &r[1]));
 		int rc = mrail_wait_all(e, 2, r, st);
 		CHECK_EQ(rc, MRAIL_ERR_PEER);
-		CHECK_EQ(st[0].error, MRAIL_ERR_PEER);
+		/* A fast transport (shm reading by CMA) may deliver all of
+		 * it within rank 1's last 20 progress calls: then the send
+		 * rightly succeeded. Anything else is the peer's error. */
+		if (st[0].error != 0)
+			CHECK_EQ(st[0].error, MRAIL_ERR_PEER);
 		CHECK_EQ(st[1].error, MRAIL_ERR_PEER);
 		CHECK_EQ(mrail_isend(e, 1, buf, 8, TAG_PING, &r[0]), MRAIL_ERR_PEER);
 		/* A receive posted after the death fails at once too. */
