@@ -84,6 +84,24 @@ int mtl_mrail_error(int err)
 	}
 }
 
+/* A request's status carries an MPI error class, never an internal OMPI
+ * code (MPI_Wait hands status.MPI_ERROR to the user as is). A failed peer
+ * fails only its own requests, as MPI_ERR_INTERN: the communicator's
+ * error handler decides (MPI_ERRORS_RETURN lets the others go on). */
+int mtl_mrail_status_error(int err)
+{
+	switch (err) {
+	case MRAIL_OK:
+		return MPI_SUCCESS;
+	case MRAIL_ERR_TRUNCATE:
+		return MPI_ERR_TRUNCATE;
+	case MRAIL_ERR_NOMEM:
+		return MPI_ERR_NO_MEM;
+	default:
+		return MPI_ERR_INTERN;
+	}
+}
+
 static int parse_level(const char *s, int *level)
 {
 	static const char *names[] = { "single", "serialized", "multiple" };
