@@ -11,6 +11,7 @@
  * it (rails keep their nominal model).
  */
 #include "libmrail/engine.h"
+#include "libmrail/threads.h"
 #include "sampler/predict.h"
 #include "sampler/profile.h"
 #include "util/clock.h"
@@ -81,7 +82,7 @@ static int pingpong(struct mrail_engine *e, struct gate *g, int first,
 
 /* Measure rail `rail` of gate g; fills a profile of the path in use. */
 static int sample_rail(struct mrail_engine *e, struct gate *g, unsigned rail,
-		       struct mrail_profile *p, void *buf)
+		       struct mrail_profile *p, void *buf, int first)
 {
 	const struct mrail_strategy_ops *saved = e->strategy;
 	void *saved_state = e->strategy_state;
@@ -109,8 +110,7 @@ static int sample_rail(struct mrail_engine *e, struct gate *g, unsigned rail,
 		/* Fewer repetitions as sizes grow: a fixed count, the same
 		 * on both sides, keeps the partners in step. */
 		unsigned reps = i < 2 ? 9 : 5;
-		rc = pingpong(e, g, e->rank < g->id, buf, inband_sizes[i], reps,
-			      &t);
+		rc = pingpong(e, g, first, buf, inband_sizes[i], reps, &t);
 		p->samples[i].size = inband_sizes[i];
 		p->samples[i].eager = inband_sizes[i] <= g->eager_max ? t : NAN;
 		p->samples[i].rdv = inband_sizes[i] <= g->eager_max ? NAN : t;
@@ -146,9 +146,9 @@ static void apply(struct mrail_engine *e, const char *local_if,
 	}
 }
 
-static void sample_with(struct mrail_engine *e, uint32_t partner)
+/* first: this side sends first (the partners must disagree). */
+static void sample_gate(struct mrail_engine *e, struct gate *g, int first)
 {
-	struct gate *g = partner < e->size ? e->gates[partner] : NULL;
 	double t0 = mrail_now();
 
 	if (!g || g->state != GATE_UP)
@@ -165,7 +165,6 @@ static void sample_with(struct mrail_engine *e, uint32_t partner)
 			need = 1;
 	if (!p || !buf)
 		need = 2;
-	int first = e->rank < g->id;
 	if (xfer(e, g, first, first ? &need : &other, 1) ||
 	    xfer(e, g, !first, first ? &other : &need, 1) ||
 	    (!need && !other) || need == 2 || other == 2) {
@@ -177,7 +176,7 @@ static void sample_with(struct mrail_engine *e, uint32_t partner)
 	 * sides: both run the same exchanges in the same order. */
 	for (unsigned i = 0; i < g->nrails; i++) {
 		struct mrail_rail_model *m;
-		int rc = sample_rail(e, g, i, p, buf);
+		int rc = sample_rail(e, g, i, p, buf, first);
 		if (rc != MRAIL_OK) { /* the rail failed: so did the peer's */
 			mrail_warn("in-band sampling of rail %u failed: %s", i,
 				   mrail_strerror(rc));
@@ -201,6 +200,41 @@ static void sample_with(struct mrail_engine *e, uint32_t partner)
 	free(buf);
 	mrail_debug("in-band sampling with %s took %.0f ms", g->name,
 		    1e3 * (mrail_now() - t0));
+}
+
+static void sample_with(struct mrail_engine *e, uint32_t partner)
+{
+	if (partner < e->size)
+		sample_gate(e, e->gates[partner], e->rank < partner);
+}
+
+/* Engines without a bootstrap (an MPI binding exchanges the addresses):
+ * the caller pairs the processes and calls this on both sides at a
+ * moment no application message can exist. */
+MRAIL_API int mrail_sample_peer(mrail_engine_t *e, mrail_peer_t peer,
+				int first)
+{
+	if (!e)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	struct gate *g = peer < e->ngates ? e->gates[peer] : NULL;
+	int rc = MRAIL_OK;
+	if (!g)
+		rc = MRAIL_ERR_NOT_FOUND;
+	while (!rc && g->state == GATE_CONNECTING) {
+		if (engine_progress(e) == 0) {
+			engine_unlock(e);
+			engine_idle_wait(e, 1);
+			engine_lock(e);
+		}
+		handshake_expire(e);
+	}
+	if (!rc && g->state != GATE_UP)
+		rc = MRAIL_ERR_PEER;
+	if (!rc && e->cfg.inband_sampling)
+		sample_gate(e, g, first);
+	engine_unlock(e);
+	return rc;
 }
 
 void inband_sample(struct mrail_engine *e)

@@ -78,6 +78,10 @@ void *mtl_mrail_storage(struct mtl_mrail_request *r);
 bool mtl_mrail_convertor_iov(struct opal_convertor_t *cv, struct iovec *iov,
 			     int *iovcnt, size_t *len);
 
+/* rail models by in-band sampling with a partner on another node, once
+ * every process of the world is added (mtl_mrail_sample.c) */
+void mtl_mrail_sample_rails(size_t nprocs, struct ompi_proc_t **procs);
+
 /* send (mtl_mrail_send.c) */
 int mtl_mrail_send(struct mca_mtl_base_module_t *mtl,
 		   struct ompi_communicator_t *comm, int dest, int tag,
