@@ -162,6 +162,14 @@ static int apply_params(struct mrail_config *cfg, bool mpi_threads)
 			    "not single|serialized|multiple", m->thread_level);
 		return OMPI_ERR_BAD_PARAM;
 	}
+	/* Open MPI will answer MPI_THREAD_MULTIPLE: an engine that cannot
+	 * take concurrent calls would make that answer a lie. */
+	if (mpi_threads && cfg->thread_level != MRAIL_THREAD_MULTIPLE) {
+		opal_output(0, "mtl mrail: MPI_THREAD_MULTIPLE asked but "
+			    "mtl_mrail_thread_level=%s: not used",
+			    m->thread_level);
+		return OMPI_ERR_NOT_SUPPORTED;
+	}
 	/* Open MPI exchanges the addresses (modex), not mrail-run. */
 	cfg->bootstrap = 0;
 	return OMPI_SUCCESS;
