@@ -32,7 +32,7 @@ cols = [l for l in labels if stream[l]]
 print("streaming bandwidth, window 16, MB/s (10^6 B/s)")
 hdr = "%9s" % "bytes" + "".join("%11s" % l for l in cols) + "%9s" % "sum"
 for m in mrails:
-    hdr += "%11s%11s%11s" % (m[:5] + "/sum", m[:5] + "/both", m[:5] + "/best")
+    hdr += "%16s%16s%16s" % (m + "/sum", m + "/both", m + "/best")
 print(hdr)
 verdict = []
 for n in sizes:
@@ -41,13 +41,16 @@ for n in sizes:
                                for l in cols) + "%9.1f" % s
     for m in mrails:
         v = stream[m].get(n)
-        f = lambda d: "%11.3f" % (v / d) if v and d else "%11s" % "-"
+        f = lambda d: "%16.3f" % (v / d) if v and d else "%16s" % "-"
         line += f(s) + f(both.get(n)) + f(r0.get(n))
     print(line)
 
 
 def check(name, ok):
-    verdict.append("  %-62s %s" % (name, "met" if ok else "NOT met"))
+    """ok: True, False, or an empty list (no data for it in this run)."""
+    word = "no data" if isinstance(ok, list) and not ok else \
+        "met" if ok else "NOT met"
+    verdict.append("  %-66s %s" % (name, word))
 
 
 for m in mrails:

@@ -40,7 +40,9 @@ export OMPI_MCA_mca_base_component_path=$B/mpi-binding/ompi:$SYS
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 T=$(mktemp -d); export TMPDIR=$T
 trap '"$NL" down >/dev/null 2>&1; rm -rf "$T"' EXIT
-"$NL" up --hosts 2 --rails "$RATES" --base auto >"$OUT/netlab.log" 2>&1 ||
+# cubic: with bbr (this VM's default) streams overran the rails' tbf queues
+# (thousands of drops, RTO stalls; docs/peers.md).
+"$NL" up --hosts 2 --rails "$RATES" --base auto --cc cubic >"$OUT/netlab.log" 2>&1 ||
 	{ cat "$OUT/netlab.log"; exit 1; }
 # The management subnet (daemons' out-of-band traffic): "mgmt" in the
 # hosts, "$P-mgmt" in the root namespace, so name it by address.
@@ -96,6 +98,10 @@ for cfg in $CFGS; do
 	run $cfg 1 pingpong "${M[@]}" >>"$CSV"
 	run $cfg 2 allreduce "${M[@]}" >>"$CSV"
 done
+# Drops at the shapers (losses stall TCP; a noisy run shows them here).
+for h in h0 h1; do for r in r0 r1; do
+	echo "$h $r: $("$NL" exec $h tc -s qdisc show dev $r | grep -o 'dropped [0-9]*')"
+done; done >"$OUT/drops.txt"
 "$NL" rates --runs 1 >"$OUT/rates.txt" 2>&1
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/ratios.txt"
 /usr/bin/python3 "$(dirname "$0")/ratios.py" "$CSV" | tee -a "$OUT/ratios.txt"
@@ -103,4 +109,4 @@ echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/ratios.txt
 grep -E '^== |mtl mrail: peer .* rail' "$OUT/err.log" >"$OUT/rails.txt"
 /usr/bin/python3 "$(dirname "$0")/plot.py" "$CSV" "$OUT/mpi-bench.png" ||
 	echo "no plot (apt-get install python3-matplotlib)"
-echo "results: $OUT/ratios.txt $OUT/mpi-bench.csv $OUT/rails.txt $OUT/rates.txt"
+echo "results: $OUT/ratios.txt $OUT/mpi-bench.csv $OUT/rails.txt $OUT/rates.txt $OUT/drops.txt"

@@ -16,7 +16,7 @@ NETLAB=$1 MPIRUN=$2 MCA_DIR=$3 SYS_MCA_DIR=$4 AGENT=$5 P2P=$6 COLL=$7
 P=mn$$
 T=$(mktemp -d "${TMPDIR:-/tmp}/mrail-mpi-netlab.XXXXXX")
 export NETLAB_PREFIX=$P
-NETLAB_TEST=1 "$NETLAB" up --hosts 2 --rails 1000mbit,400mbit --base auto \
+NETLAB_TEST=1 "$NETLAB" up --hosts 2 --rails 1000mbit,400mbit --base auto --cc cubic \
 	>"$T/up" 2>&1
 RC=$?
 [ $RC -eq 0 ] || { cat "$T/up"; rm -rf "$T"; exit $RC; }
