@@ -119,7 +119,8 @@ void mtl_mrail_sample_rails(size_t nprocs, struct ompi_proc_t **procs)
 			opal_output(0, "mtl mrail: sampling rails with rank %u: "
 				    "%s", other, mrail_strerror(rc));
 		else if (ompi_mtl_mrail.verbose > 0)
-			opal_output(0, "mtl mrail: rails sampled with rank %u",
+			opal_output(0, "mtl mrail: in-band sampling with rank %u "
+				    "done (rails with profiles keep them)",
 				    other);
 	}
 out:
