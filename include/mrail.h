@@ -585,6 +585,20 @@ MRAIL_API int mrail_rail_conn(mrail_engine_t *engine, mrail_peer_t peer,
 			      int rail, struct mrail_rail_conn *conn,
 			      void **state);
 
+/*
+ * In-band sampling with one peer, for engines created without a bootstrap
+ * (MPI bindings): rails without a profile get a model measured over the
+ * real path (each rail alone, four sizes, tens of ms per rail) instead of
+ * the link's nominal speed. Collective between the two: both call it at a
+ * moment no application message exists, one with first = 1, the other
+ * with first = 0. Waits until the peer is connected. Rails of this
+ * process on the same local interface share the model. A no-op with
+ * MRAIL_INBAND_SAMPLING=0 or when both sides have profiles.
+ * MRAIL_ERR_NOT_FOUND (no such peer), MRAIL_ERR_PEER (connection failed).
+ */
+MRAIL_API int mrail_sample_peer(mrail_engine_t *engine, mrail_peer_t peer,
+				int first);
+
 /* Number of rails to a peer (0 for the self peer). */
 MRAIL_API int mrail_rail_count(const mrail_engine_t *engine, mrail_peer_t peer);
 MRAIL_API int mrail_rail_stats(mrail_engine_t *engine, mrail_peer_t peer,

@@ -172,3 +172,34 @@ MRAIL_API int mrail_offload_info(mrail_engine_t *e,
 	engine_unlock(e);
 	return MRAIL_OK;
 }
+
+/* Engines without a bootstrap (an MPI binding exchanges the addresses):
+ * the caller pairs the processes and calls this on both sides at a
+ * moment no application message can exist. */
+MRAIL_API int mrail_sample_peer(mrail_engine_t *e, mrail_peer_t peer,
+				int first)
+{
+	if (!e)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	struct gate *g = gate_get(e, peer);
+	int rc = MRAIL_OK;
+	if (!g)
+		rc = MRAIL_ERR_NOT_FOUND;
+	else if (g->state == GATE_IDLE)
+		gate_connect_now(e, g);
+	while (!rc && g->state == GATE_CONNECTING) {
+		if (engine_progress(e) == 0) {
+			engine_unlock(e);
+			engine_idle_wait(e, 1);
+			engine_lock(e);
+		}
+		handshake_expire(e);
+	}
+	if (!rc && g->state != GATE_UP)
+		rc = MRAIL_ERR_PEER;
+	if (!rc && e->cfg.inband_sampling)
+		inband_sample_gate(e, g, first);
+	engine_unlock(e);
+	return rc;
+}

@@ -178,6 +178,9 @@ void inband_fetch(struct mrail_engine *e, const struct mrail_bootstrap_ops *bo,
 		  struct mrail_bootstrap *bs);
 /* A rail just up without a profile: the in-band model of its interface. */
 void inband_model_for(struct mrail_engine *e, struct rail *r);
+/* Sample g's rails with its peer now (lazy gates connect first); first:
+ * this side sends first, the peer's call says the opposite. */
+void inband_sample_gate(struct mrail_engine *e, struct gate *g, int first);
 
 /* rail.c */
 struct rail *rail_new(struct mrail_engine *e, struct local_rail *l);

@@ -85,6 +85,24 @@ int mtl_mrail_error(int err)
 	}
 }
 
+/* A request's status carries an MPI error class, never an internal OMPI
+ * code (MPI_Wait hands status.MPI_ERROR to the user as is). A failed peer
+ * fails only its own requests, as MPI_ERR_INTERN: the communicator's
+ * error handler decides (MPI_ERRORS_RETURN lets the others go on). */
+int mtl_mrail_status_error(int err)
+{
+	switch (err) {
+	case MRAIL_OK:
+		return MPI_SUCCESS;
+	case MRAIL_ERR_TRUNCATE:
+		return MPI_ERR_TRUNCATE;
+	case MRAIL_ERR_NOMEM:
+		return MPI_ERR_NO_MEM;
+	default:
+		return MPI_ERR_INTERN;
+	}
+}
+
 static int parse_level(const char *s, int *level)
 {
 	static const char *names[] = { "single", "serialized", "multiple" };
@@ -144,6 +162,14 @@ static int apply_params(struct mrail_config *cfg, bool mpi_threads)
 		opal_output(0, "mtl mrail: mtl_mrail_thread_level=\"%s\" is "
 			    "not single|serialized|multiple", m->thread_level);
 		return OMPI_ERR_BAD_PARAM;
+	}
+	/* Open MPI will answer MPI_THREAD_MULTIPLE: an engine that cannot
+	 * take concurrent calls would make that answer a lie. */
+	if (mpi_threads && cfg->thread_level != MRAIL_THREAD_MULTIPLE) {
+		opal_output(0, "mtl mrail: MPI_THREAD_MULTIPLE asked but "
+			    "mtl_mrail_thread_level=%s: not used",
+			    m->thread_level);
+		return OMPI_ERR_NOT_SUPPORTED;
 	}
 	/* Open MPI exchanges the addresses (modex), not mrail-run. */
 	cfg->bootstrap = 0;
@@ -254,9 +280,39 @@ int mtl_mrail_module_init(bool mpi_threads)
 	return OMPI_SUCCESS;
 }
 
+/* mtl_mrail_verbose >= 1: where each peer's bytes went and which model
+ * planned them (nominal figures under mpirun without profiles split as if
+ * all rails were equal: docs/mpi-ompi.md "Rails and models"). */
+static void report_rails(void)
+{
+	mrail_engine_t *e = ompi_mtl_mrail.engine;
+	uint32_t n = mrail_peer_count(e);
+	for (uint32_t p = 0; p < n; p++) {
+		int nr = mrail_rail_count(e, (mrail_peer_t)p);
+		for (int i = 0; i < nr; i++) {
+			struct mrail_rail_info ri;
+			struct mrail_rail_stats rs;
+			if (mrail_rail_info(e, (mrail_peer_t)p, i, &ri) ||
+			    mrail_rail_stats(e, (mrail_peer_t)p, i, &rs))
+				continue;
+			opal_output(0, "mtl mrail: peer %u rail %d %s %s: model "
+				    "%s %.0f MB/s %.1f us; sent %llu B in %llu "
+				    "msgs + %llu chunks, received %llu B",
+				    p, i, ri.driver, ri.local_if, ri.model,
+				    ri.bandwidth / 1e6, ri.latency * 1e6,
+				    (unsigned long long)rs.tx_bytes,
+				    (unsigned long long)rs.tx_msgs,
+				    (unsigned long long)rs.tx_chunks,
+				    (unsigned long long)rs.rx_bytes);
+		}
+	}
+}
+
 int mtl_mrail_finalize(struct mca_mtl_base_module_t *mtl)
 {
 	(void)mtl;
+	if (ompi_mtl_mrail.verbose > 0)
+		report_rails();
 	opal_progress_unregister(mtl_mrail_progress);
 	int rc = mrail_engine_destroy(ompi_mtl_mrail.engine);
 	if (ompi_mtl_mrail.sdn_tagger && ompi_mtl_mrail.verbose > 0) {
@@ -339,11 +395,18 @@ static int add_one(struct ompi_proc_t *proc)
 int mtl_mrail_add_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs,
 			struct ompi_proc_t **procs)
 {
+	static bool sampled;
 	(void)mtl;
 	for (size_t i = 0; i < nprocs; i++) {
 		int rc = add_one(procs[i]);
 		if (rc != OMPI_SUCCESS)
 			return rc;
+	}
+	/* The world's add_procs at MPI_Init: every process is here, no
+	 * application message exists yet. */
+	if (!sampled) {
+		sampled = true;
+		mtl_mrail_sample_rails(nprocs, procs);
 	}
 	return OMPI_SUCCESS;
 }

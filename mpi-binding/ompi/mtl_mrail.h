@@ -11,6 +11,11 @@
 
 #include <mrail.h>
 #include <stdbool.h>
+#include <sys/uio.h>
+
+/* Most iovec entries handed to the engine for one message (it accepts
+ * 1024; beyond a few dozen the pack copy is cheaper anyway). */
+#define MTL_MRAIL_IOV_MAX 64
 
 BEGIN_C_DECLS
 
@@ -27,6 +32,9 @@ struct mca_mtl_mrail_module {
 	char *sdn;                /* MRAIL_SDN backend (docs/sdn.md) */
 	struct mrail_sdn *sdn_tagger; /* NULL: no SDN tagging */
 	int log_level, progress_thread, eager_max;
+	/* Smallest mean block (bytes) for which a non-contiguous datatype
+	 * goes as an iovec of user memory instead of packed; 0: always pack. */
+	int iov_min_block;
 	double connect_timeout;
 	int verbose;
 };
@@ -63,7 +71,18 @@ int mtl_mrail_del_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs,
 int mtl_mrail_peer(struct ompi_communicator_t *comm, int rank,
 		   mrail_peer_t *peer);
 int mtl_mrail_error(int mrail_err);
+int mtl_mrail_status_error(int mrail_err);
 void *mtl_mrail_storage(struct mtl_mrail_request *r);
+
+/* iovec path for non-contiguous datatypes (mtl_mrail_iov.c): true and
+ * iov/iovcnt/len filled when the datatype is sent or received straight
+ * from/into the user's blocks; false (convertor untouched) to pack. */
+bool mtl_mrail_convertor_iov(struct opal_convertor_t *cv, struct iovec *iov,
+			     int *iovcnt, size_t *len);
+
+/* rail models by in-band sampling with a partner on another node, once
+ * every process of the world is added (mtl_mrail_sample.c) */
+void mtl_mrail_sample_rails(size_t nprocs, struct ompi_proc_t **procs);
 
 /* send (mtl_mrail_send.c) */
 int mtl_mrail_send(struct mca_mtl_base_module_t *mtl,

@@ -89,8 +89,19 @@ static int mtl_mrail_register(void)
 		"Seconds to wait for a peer's rails (MRAIL_CONNECT_TIMEOUT)",
 		MCA_BASE_VAR_TYPE_DOUBLE, NULL, 0, 0, OPAL_INFO_LVL_4,
 		MCA_BASE_VAR_SCOPE_READONLY, &m->connect_timeout);
+	m->iov_min_block = 4096;
+	mca_base_component_var_register(
+		&mca_mtl_mrail_component.super.mtl_version, "iov_min_block",
+		"Non-contiguous datatypes of at most 64 blocks averaging at "
+		"least this many bytes go as an iovec of user memory, others "
+		"are packed; 0: always pack", MCA_BASE_VAR_TYPE_INT, NULL, 0,
+		0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY,
+		&m->iov_min_block);
 	reg_int("verbose", "1: say at init which engine and thread level "
-		"were chosen", &m->verbose);
+		"were chosen, with whom the rails were sampled, and at "
+		"finalize each peer's rails (model, bytes); 2: also each "
+		"datatype sent or received as an iovec of user memory",
+		&m->verbose);
 	return OMPI_SUCCESS;
 }
 

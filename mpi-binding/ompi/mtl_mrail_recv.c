@@ -15,8 +15,8 @@ static void fill_status(ompi_status_public_t *s, const mrail_status_t *st)
 	s->MPI_TAG = mrail_mtl_bits_tag(st->tag);
 	s->_ucount = st->length;
 	s->MPI_ERROR = st->error == MRAIL_ERR_CANCELED
-			       ? OMPI_SUCCESS
-			       : mtl_mrail_error(st->error);
+			       ? MPI_SUCCESS
+			       : mtl_mrail_status_error(st->error);
 }
 
 static void recv_done(mrail_request_t *mreq, const mrail_status_t *st,
@@ -46,15 +46,24 @@ static void recv_done(mrail_request_t *mreq, const mrail_status_t *st,
 	r->super.completion_callback(&r->super);
 }
 
+/* iov (MTL_MRAIL_IOV_MAX entries) must live until the post: the engine
+ * copies the array. Afterwards post with buf/len, or a->iov when set. */
 static int prepare(struct opal_convertor_t *convertor,
-		   struct mtl_mrail_request *r, struct mrail_req_args *a)
+		   struct mtl_mrail_request *r, struct mrail_req_args *a,
+		   struct iovec *iov)
 {
-	int rc = ompi_mtl_datatype_recv_buf(convertor, &r->buf, &r->len,
-					    &r->free_after);
-	if (rc != OMPI_SUCCESS)
-		return rc;
-	if (r->len && !r->buf)
-		return OMPI_ERR_OUT_OF_RESOURCE;
+	if (mtl_mrail_convertor_iov(convertor, iov, &a->iovcnt, &r->len)) {
+		a->iov = iov;
+		r->buf = NULL;
+		r->free_after = false;
+	} else {
+		int rc = ompi_mtl_datatype_recv_buf(convertor, &r->buf,
+						    &r->len, &r->free_after);
+		if (rc != OMPI_SUCCESS)
+			return rc;
+		if (r->len && !r->buf)
+			return OMPI_ERR_OUT_OF_RESOURCE;
+	}
 	r->type = MTL_MRAIL_RECV;
 	r->convertor = convertor;
 	r->done = false;
@@ -81,6 +90,7 @@ int mtl_mrail_irecv(struct mca_mtl_base_module_t *mtl,
 {
 	struct mtl_mrail_request *r = (struct mtl_mrail_request *)mtl_request;
 	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	struct iovec iov[MTL_MRAIL_IOV_MAX];
 	uint64_t bits, mask;
 	mrail_peer_t peer;
 	(void)mtl;
@@ -88,12 +98,12 @@ int mtl_mrail_irecv(struct mca_mtl_base_module_t *mtl,
 	int rc = peer_of(comm, src, &peer);
 	if (rc != OMPI_SUCCESS)
 		return rc;
-	rc = prepare(convertor, r, &a);
+	rc = prepare(convertor, r, &a, iov);
 	if (rc != OMPI_SUCCESS)
 		return rc;
 	mrail_mtl_recv_bits(comm->c_contextid, src, tag, &bits, &mask);
-	rc = mrail_irecv_x(ompi_mtl_mrail.engine, peer, r->buf, r->len, bits,
-			   mask, &a, &r->mreq);
+	rc = mrail_irecv_x(ompi_mtl_mrail.engine, peer, r->buf,
+			   a.iov ? 0 : r->len, bits, mask, &a, &r->mreq);
 	if (rc != MRAIL_OK) {
 		if (r->free_after)
 			free(r->buf);
@@ -170,12 +180,14 @@ int mtl_mrail_imrecv(struct mca_mtl_base_module_t *mtl,
 {
 	struct mtl_mrail_request *r = (struct mtl_mrail_request *)mtl_request;
 	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	struct iovec iov[MTL_MRAIL_IOV_MAX];
 	(void)mtl;
 
-	int rc = prepare(convertor, r, &a);
+	int rc = prepare(convertor, r, &a, iov);
 	if (rc != OMPI_SUCCESS)
 		return rc;
-	rc = mrail_imrecv_x(ompi_mtl_mrail.engine, r->buf, r->len,
+	rc = mrail_imrecv_x(ompi_mtl_mrail.engine, r->buf,
+			    a.iov ? 0 : r->len,
 			    (*message)->req_ptr, &a, &r->mreq);
 	if (rc != MRAIL_OK) {
 		if (r->free_after)

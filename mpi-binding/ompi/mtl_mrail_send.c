@@ -19,7 +19,8 @@ static void send_done(mrail_request_t *mreq, const mrail_status_t *st,
 	(void)mreq;
 	if (r->free_after)
 		free(r->buf);
-	r->super.ompi_req->req_status.MPI_ERROR = mtl_mrail_error(st->error);
+	r->super.ompi_req->req_status.MPI_ERROR =
+		mtl_mrail_status_error(st->error);
 	r->done = true;
 	r->super.completion_callback(&r->super);
 }
@@ -38,21 +39,30 @@ static int post_send(struct ompi_communicator_t *comm, int dest, int tag,
 			    comm->c_my_rank);
 		return OMPI_ERR_NOT_SUPPORTED;
 	}
-	rc = ompi_mtl_datatype_pack(convertor, &r->buf, &r->len,
-				    &r->free_after);
-	if (rc != OMPI_SUCCESS)
-		return rc;
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	struct iovec iov[MTL_MRAIL_IOV_MAX];
+	if (mtl_mrail_convertor_iov(convertor, iov, &a.iovcnt, &r->len)) {
+		/* The engine copies the array, not the blocks. */
+		a.iov = iov;
+		r->buf = NULL;
+		r->free_after = false;
+	} else {
+		rc = ompi_mtl_datatype_pack(convertor, &r->buf, &r->len,
+					    &r->free_after);
+		if (rc != OMPI_SUCCESS)
+			return rc;
+	}
 	r->type = MTL_MRAIL_SEND;
 	r->convertor = convertor;
 	r->done = false;
 
-	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
 	a.storage = mtl_mrail_storage(r);
 	a.cb = cb;
 	a.cb_ctx = r;
 	if (mode == MCA_PML_BASE_SEND_SYNCHRONOUS)
 		a.flags |= MRAIL_REQ_SYNC;
-	rc = mrail_isend_x(ompi_mtl_mrail.engine, peer, r->buf, r->len,
+	rc = mrail_isend_x(ompi_mtl_mrail.engine, peer, r->buf,
+			   a.iov ? 0 : r->len,
 			   mrail_mtl_send_bits(comm->c_contextid,
 					       comm->c_my_rank, tag),
 			   &a, &r->mreq);
@@ -89,7 +99,7 @@ static void blocking_done(mrail_request_t *mreq, const mrail_status_t *st,
 	(void)mreq;
 	if (r->free_after)
 		free(r->buf);
-	b->error = mtl_mrail_error(st->error);
+	b->error = mtl_mrail_status_error(st->error);
 	opal_atomic_wmb();
 	b->done = 1;
 }

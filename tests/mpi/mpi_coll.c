@@ -1,7 +1,8 @@
 /*
  * Every blocking collective (at whatever size the job has, non-powers of
  * two included), small and large counts; communicator split and dup; many
- * communicators alive at once.
+ * communicators alive at once; neighborhood collectives on a ring and
+ * collectives across an intercommunicator.
  */
 #include "mpi_check.h"
 
@@ -160,6 +161,80 @@ static void communicators(void)
 		MPI_OK(MPI_Comm_free(&cs[i]));
 }
 
+/* Neighborhood collectives on a periodic ring (a 1-D Cartesian
+ * communicator: left and right neighbours; on 2 processes both are the
+ * same rank, and which of its two blocks lands in which slot is left to
+ * the implementation, so only the pair is checked), then collectives
+ * across an
+ * intercommunicator between the even and the odd ranks. */
+static void neighbours_and_inter(void)
+{
+	MPI_Comm ring;
+	int dims[1] = { size }, periods[1] = { 1 }, me, left, right;
+	MPI_OK(MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring));
+	MPI_Comm_rank(ring, &me);
+	MPI_OK(MPI_Cart_shift(ring, 0, 1, &left, &right));
+#define A2A_OK(in)                                                        \
+	(left != right ? (in)[0] == left * 10 + 1 && (in)[1] == right * 10 \
+		       : (in)[0] + (in)[1] == left * 20 + 1 &&             \
+				 (in)[0] != (in)[1])
+	int out[2] = { me * 10, me * 10 + 1 }, in[4] = { -1, -1, -1, -1 };
+	MPI_OK(MPI_Neighbor_allgather(out, 1, MPI_INT, in, 1, MPI_INT, ring));
+	CHECK(in[0] == left * 10 && in[1] == right * 10,
+	      "neighbor_allgather %d %d", in[0], in[1]);
+	/* Block 0 goes to the left neighbour, block 1 to the right one. */
+	MPI_OK(MPI_Neighbor_alltoall(out, 1, MPI_INT, in, 1, MPI_INT, ring));
+	CHECK(A2A_OK(in), "neighbor_alltoall %d %d", in[0], in[1]);
+	int cnt[2] = { 1, 1 }, dsp[2] = { 0, 1 };
+	MPI_OK(MPI_Neighbor_allgatherv(out, 1, MPI_INT, in, cnt, dsp, MPI_INT,
+				       ring));
+	CHECK(in[0] == left * 10 && in[1] == right * 10, "neighbor_allgatherv");
+	MPI_OK(MPI_Neighbor_alltoallv(out, cnt, dsp, MPI_INT, in, cnt, dsp,
+				      MPI_INT, ring));
+	CHECK(A2A_OK(in), "neighbor_alltoallv");
+	MPI_Aint wd[2] = { 0, sizeof(int) };
+	MPI_Datatype wt[2] = { MPI_INT, MPI_INT };
+	MPI_OK(MPI_Neighbor_alltoallw(out, cnt, wd, wt, in, cnt, wd, wt, ring));
+	CHECK(A2A_OK(in), "neighbor_alltoallw");
+#undef A2A_OK
+	MPI_OK(MPI_Comm_free(&ring));
+
+	if (size < 2)
+		return;
+	MPI_Comm half, inter;
+	int color = rank % 2;
+	MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half));
+	/* Leaders: world rank 0 (evens) and 1 (odds). */
+	MPI_OK(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, 1 - color, 77,
+				    &inter));
+	int hr, rs;
+	MPI_Comm_rank(half, &hr);
+	MPI_Comm_remote_size(inter, &rs);
+	MPI_OK(MPI_Barrier(inter));
+	/* Allreduce across: each side gets the sum over the other side. */
+	int v = rank, sum = -1, want = 0;
+	for (int r = 1 - color; r < size; r += 2)
+		want += r;
+	MPI_OK(MPI_Allreduce(&v, &sum, 1, MPI_INT, MPI_SUM, inter));
+	CHECK(sum == want, "intercomm allreduce %d, not %d", sum, want);
+	/* Bcast from the evens' leader to the odds. */
+	int b = color == 0 && hr == 0 ? 4242 : -1;
+	int root = color == 0 ? (hr == 0 ? MPI_ROOT : MPI_PROC_NULL) : 0;
+	MPI_OK(MPI_Bcast(&b, 1, MPI_INT, root, inter));
+	if (color == 1)
+		CHECK(b == 4242, "intercomm bcast %d", b);
+	/* Allgather across: every process gets the other side's ranks. */
+	int *all = malloc(rs * sizeof(int));
+	CHECK(all, "no memory");
+	MPI_OK(MPI_Allgather(&v, 1, MPI_INT, all, 1, MPI_INT, inter));
+	for (int i = 0; i < rs; i++)
+		CHECK(all[i] == 2 * i + 1 - color, "intercomm allgather[%d] %d",
+		      i, all[i]);
+	free(all);
+	MPI_OK(MPI_Comm_free(&inter));
+	MPI_OK(MPI_Comm_free(&half));
+}
+
 int main(int argc, char **argv)
 {
 	MPI_OK(MPI_Init(&argc, &argv));
@@ -169,6 +244,7 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < sizeof ns / sizeof *ns; i++)
 		collectives(MPI_COMM_WORLD, ns[i]);
 	communicators();
+	neighbours_and_inter();
 	if (rank == 0)
 		printf("mpi_coll: %d processes OK\n", size);
 	MPI_OK(MPI_Finalize());

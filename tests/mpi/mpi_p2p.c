@@ -1,6 +1,7 @@
 /*
  * Point-to-point semantics: matching order, wildcards, probes, matched
- * probes, cancel, synchronous send, truncation, derived datatypes.
+ * probes, cancel of receives and sends, synchronous send, truncation,
+ * derived datatypes (many small and few large blocks).
  * usage: mpi_p2p [large]   ("large": one message of 256 MiB + 1 byte)
  */
 #include "mpi_check.h"
@@ -298,6 +299,141 @@ static void test_datatypes(void)
 	MPI_OK(MPI_Type_free(&st));
 }
 
+/* Few large blocks (the shape an implementation may send as an iovec of
+ * user memory): vector->vector with other strides on each side, through a
+ * matched probe, and truncated into a vector. 3 blocks of 100000 ints
+ * (rendezvous-sized) and 4 of 2000 (eager-sized). */
+static void test_big_blocks(void)
+{
+	int to = (rank + 1) % size, from = (rank + size - 1) % size;
+	MPI_Comm c;
+	MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
+	MPI_OK(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+	int shapes[2][2] = { { 3, 100000 }, { 4, 2000 } };
+	for (int k = 0; k < 2; k++) {
+		int nb = shapes[k][0], bl = shapes[k][1];
+		MPI_Datatype sv, rv;
+		/* Sender: gap of one block; receiver: gap of half a block. */
+		MPI_OK(MPI_Type_vector(nb, bl, 2 * bl, MPI_INT, &sv));
+		MPI_OK(MPI_Type_vector(nb, bl, bl + bl / 2, MPI_INT, &rv));
+		MPI_OK(MPI_Type_commit(&sv));
+		MPI_OK(MPI_Type_commit(&rv));
+		size_t sn = (size_t)nb * 2 * bl, rn = (size_t)nb * (bl + bl / 2);
+		int *out = malloc(sn * sizeof(int)), *in = malloc(rn * sizeof(int));
+		CHECK(out && in, "no memory");
+		for (size_t i = 0; i < sn; i++)
+			out[i] = (int)(i % (2 * bl) < (size_t)bl
+					       ? rank * 1000003 + (int)i
+					       : -1);
+		for (int pass = 0; pass < 2; pass++) {
+			for (size_t i = 0; i < rn; i++)
+				in[i] = -7;
+			MPI_Request r;
+			MPI_Status st;
+			MPI_OK(MPI_Isend(out, 1, sv, to, 510 + pass, c, &r));
+			if (pass == 0) {
+				MPI_OK(MPI_Recv(in, 1, rv, from, 510, c, &st));
+			} else {
+				MPI_Message m;
+				MPI_OK(MPI_Mprobe(from, 511, c, &m, &st));
+				MPI_OK(MPI_Mrecv(in, 1, rv, &m, &st));
+			}
+			MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+			int cnt;
+			MPI_OK(MPI_Get_count(&st, rv, &cnt));
+			CHECK(cnt == 1, "big blocks count %d (pass %d)", cnt,
+			      pass);
+			for (int b = 0; b < nb; b++)
+				for (int j = 0; j < bl + bl / 2; j++) {
+					size_t i = (size_t)b * (bl + bl / 2) + j;
+					int want = j < bl ? from * 1000003 +
+								    b * 2 * bl + j
+							  : -7;
+					CHECK(in[i] == want,
+					      "big blocks %dx%d pass %d at %zu: "
+					      "%d, not %d", nb, bl, pass, i,
+					      in[i], want);
+				}
+		}
+		/* Truncated: only nb-1 blocks fit; MPI_ERR_TRUNCATE, and the
+		 * blocks that fit carry the message's start. */
+		MPI_Datatype small;
+		MPI_OK(MPI_Type_vector(nb - 1, bl, bl + bl / 2, MPI_INT,
+				       &small));
+		MPI_OK(MPI_Type_commit(&small));
+		for (size_t i = 0; i < rn; i++)
+			in[i] = -7;
+		MPI_Request r;
+		MPI_OK(MPI_Isend(out, 1, sv, to, 512, c, &r));
+		int rc = MPI_Recv(in, 1, small, from, 512, c, MPI_STATUS_IGNORE);
+		int cls = -1;
+		MPI_Error_class(rc, &cls);
+		CHECK(cls == MPI_ERR_TRUNCATE, "vector truncation class %d", cls);
+		for (int j = 0; j < bl; j++)
+			CHECK(in[j] == from * 1000003 + j,
+			      "truncated vector at %d", j);
+		MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+		MPI_OK(MPI_Type_free(&small));
+		MPI_OK(MPI_Type_free(&sv));
+		MPI_OK(MPI_Type_free(&rv));
+		free(out);
+		free(in);
+	}
+	MPI_OK(MPI_Comm_free(&c));
+}
+
+/* Cancel of a send: MPI lets the cancel fail, but then the send must be
+ * matched and delivered, and a cancelled send must never be received. The
+ * receiver posts its receive at once and learns the outcome afterwards;
+ * small (eager) and 4 MiB (rendezvous) messages. */
+static void test_send_cancel(void)
+{
+	int to = (rank + 1) % size, from = (rank + size - 1) % size;
+	int ns[2] = { 4, 1 << 20 };
+	for (int k = 0; k < 2; k++) {
+		int n = ns[k], *out = malloc(n * sizeof(int)),
+		    *in = malloc(n * sizeof(int));
+		CHECK(out && in, "no memory");
+		for (int i = 0; i < n; i++) {
+			out[i] = rank + i;
+			in[i] = -1;
+		}
+		MPI_Request rr, sr;
+		MPI_Status st;
+		int cancelled, peer_cancelled, flag;
+		MPI_OK(MPI_Irecv(in, n, MPI_INT, from, 520, MPI_COMM_WORLD,
+				 &rr));
+		MPI_OK(MPI_Isend(out, n, MPI_INT, to, 520, MPI_COMM_WORLD,
+				 &sr));
+		MPI_OK(MPI_Cancel(&sr));
+		MPI_OK(MPI_Wait(&sr, &st));
+		MPI_OK(MPI_Test_cancelled(&st, &cancelled));
+		MPI_OK(MPI_Sendrecv(&cancelled, 1, MPI_INT, to, 521,
+				    &peer_cancelled, 1, MPI_INT, from, 521,
+				    MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+		if (peer_cancelled) {
+			MPI_OK(MPI_Cancel(&rr));
+			MPI_OK(MPI_Wait(&rr, &st));
+			MPI_OK(MPI_Test_cancelled(&st, &flag));
+			CHECK(flag && in[0] == -1,
+			      "a cancelled send was received (n %d)", n);
+		} else {
+			MPI_OK(MPI_Wait(&rr, &st));
+			for (int i = 0; i < n; i++)
+				CHECK(in[i] == from + i,
+				      "send not cancelled but data lost at %d "
+				      "(n %d)", i, n);
+		}
+		if (rank == 0)
+			printf("send cancel, %d ints: %s\n", n,
+			       cancelled ? "cancelled" : "not cancelled "
+							 "(delivered)");
+		free(out);
+		free(in);
+	}
+	MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+}
+
 /* One message larger than 256 MiB, rank 0 to rank 1, checked end to end. */
 static void test_large(void)
 {
@@ -340,6 +476,8 @@ int main(int argc, char **argv)
 		test_ssend();
 		test_truncate();
 		test_datatypes();
+		test_big_blocks();
+		test_send_cancel();
 	}
 	if (rank == 0)
 		printf("mpi_p2p %s: %d processes OK\n",

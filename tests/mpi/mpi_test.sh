@@ -2,7 +2,9 @@
 # Run one MPI test program under mpirun with one transport stack.
 # usage: mpi_test.sh STACK NP MPIRUN MCA_DIR SYS_MCA_DIR PROG [ARGS...]
 #   STACK: mrail (pml cm + mtl mrail) | ob1 (pml ob1 + btl self,tcp: proves
-#   the test itself) ; PROG "abort:PATH" expects the job to be aborted.
+#   the test itself) ; PROG "abort:PATH" expects the job to be aborted;
+#   "recovery:PATH" runs it with --enable-recovery (a rank may die without
+#   mpirun killing the others).
 # Exits 77 (skipped) without Open MPI's mpirun.
 set -u
 STACK=$1 NP=$2 MPIRUN=$3 MCA_DIR=$4 SYS_MCA_DIR=$5 PROG=$6
@@ -22,7 +24,10 @@ ob1) MCA=(--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo) ;;
 *) echo "unknown stack $STACK"; exit 2 ;;
 esac
 ABORT=0
-case $PROG in abort:*) ABORT=1 PROG=${PROG#abort:} ;; esac
+case $PROG in
+abort:*) ABORT=1 PROG=${PROG#abort:} ;;
+recovery:*) MCA+=(--enable-recovery) PROG=${PROG#recovery:} ;;
+esac
 
 timeout -k 5 120 "$MPIRUN" --oversubscribe --bind-to none -n "$NP" \
 	"${MCA[@]}" "$PROG" "$@" >"$T/out" 2>"$T/err" </dev/null
