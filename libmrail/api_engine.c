@@ -5,6 +5,7 @@
  * under it asserts it.
  */
 #include "libmrail/engine.h"
+#include "util/clock.h"
 
 #include <stdlib.h>
 
@@ -186,9 +187,13 @@ MRAIL_API int mrail_sample_peer(mrail_engine_t *e, mrail_peer_t peer,
 	int rc = MRAIL_OK;
 	if (!g)
 		rc = MRAIL_ERR_NOT_FOUND;
-	else if (g->state == GATE_IDLE)
-		gate_connect_now(e, g);
-	while (!rc && g->state == GATE_CONNECTING) {
+	else
+		gate_first_use(e, g); /* lazy: this side connects too */
+	/* Not lazy, the side that does not connect waits, idle, for the
+	 * peer's connection: bounded by the connect timeout. */
+	double until = mrail_now() + e->cfg.connect_timeout;
+	while (!rc && (g->state == GATE_CONNECTING ||
+		       (g->state == GATE_IDLE && mrail_now() < until))) {
 		if (engine_progress(e) == 0) {
 			engine_unlock(e);
 			engine_idle_wait(e, 1);
