@@ -100,7 +100,10 @@ int main(int argc, char **argv)
 			n = sizeof buf; /* GRO frames: headers are in front */
 		if (buf[12] != 0x08 || buf[13] != 0x00)
 			continue;
-		const struct iphdr *ip = (const void *)(buf + 14);
+		/* Copies: the IP header sits 14 bytes in, not aligned. */
+		struct iphdr iph;
+		memcpy(&iph, buf + 14, sizeof iph);
+		const struct iphdr *ip = &iph;
 		struct mrail_sdn_ctx c;
 		int tagged = memcmp(buf, own, 6) != 0 &&
 			     mrail_sdn_tag_decode(buf, &c) == 0;
@@ -116,7 +119,9 @@ int main(int argc, char **argv)
 		size_t ihl = ip->ihl * 4u;
 		if ((size_t)n < 14 + ihl + sizeof(struct tcphdr))
 			continue;
-		const struct tcphdr *th = (const void *)(buf + 14 + ihl);
+		struct tcphdr tch;
+		memcpy(&tch, buf + 14 + ihl, sizeof tch);
+		const struct tcphdr *th = &tch;
 		long payload = (long)ntohs(ip->tot_len) - (long)ihl -
 			       th->doff * 4;
 		if (payload <= 0)
