@@ -13,7 +13,9 @@
  */
 #include "standalone.h"
 
+#include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 enum { BIG = 256 << 20, MID = 16 << 20, TAG_BIG = 1, TAG_PING = 2 };
 
@@ -76,6 +78,26 @@ static void victim(mrail_engine_t *e)
 	exit(0);
 }
 
+/* Every rail to peer reports "closed" (bounded: 30 s). */
+static void wait_peer_closed(mrail_engine_t *e, mrail_peer_t peer)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int open = 0;
+		for (int i = 0; i < mrail_rail_count(e, peer); i++) {
+			struct mrail_rail_info ri;
+			CHECK_RC(mrail_rail_info(e, peer, i, &ri));
+			open += strcmp(ri.state, "closed") != 0;
+		}
+		if (!open)
+			return;
+		mrail_progress(e);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		CHECK(t.tv_sec - t0.tv_sec < 30);
+	}
+}
+
 static void survivor(mrail_engine_t *e)
 {
 	mrail_request_t *r[2];
@@ -108,7 +130,11 @@ static void survivor(mrail_engine_t *e)
 	/* The buffer is ours again: overwrite it, then give it back. */
 	memset(big, 0xee, BIG);
 	CHECK(munmap(big, BIG) == 0);
-	/* New sends to the peer fail at once. */
+	/* A message that arrived whole may have done so before the peer's
+	 * closing notice (BYE follows the sender's completion, which waits
+	 * for our RDV_DONE): wait for it, then new sends fail at once. */
+	if (st[0].error == MRAIL_OK && !victim_killed)
+		wait_peer_closed(e, 1);
 	CHECK_EQ(mrail_isend(e, 1, NULL, 0, TAG_PING, &r[0]), expect);
 
 	uint8_t *buf = malloc(2 * MID);
