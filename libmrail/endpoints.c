@@ -34,7 +34,8 @@ static int open_endpoint(struct mrail_engine *e, struct drv_instance *di,
 	l->addr = addr;
 	if (desc) {
 		l->scope = desc->scope;
-		snprintf(l->rail_name, sizeof l->rail_name, "%s", desc->name);
+		snprintf(l->rail_name, sizeof l->rail_name, "%.*s",
+			 (int)sizeof l->rail_name - 1, desc->name);
 		snprintf(l->fabric, sizeof l->fabric, "%s", desc->fabric);
 		snprintf(l->ifname, sizeof l->ifname, "%.15s",
 			 desc->ifname[0] ? desc->ifname : desc->name);

@@ -2,9 +2,12 @@
 # bench/sdn/overhead.sh: what the bpf tagger costs (docs/sdn.md "Overhead").
 # Two netlab hosts on one unshaped rail; sdn-pingpong (8 B latency, 4 MiB
 # ping-pong bandwidth) alternately with SDN off (no programs attached,
-# MRAIL_SDN=none) and with the tagger attached on both hosts and
-# MRAIL_SDN=bpf, ROUNDS times each, interleaved so drift hits both alike;
-# prints every run, the medians and the ratios.
+# MRAIL_SDN=none), with the tagger attached on both hosts and
+# MRAIL_SDN=bpf, and with the tagger plus the reference controller
+# (mrail-sdnd --dry-run: flows printed, not installed) to which both ranks
+# say HELLO and whose sync wait for the pair's pattern precedes the
+# measurement (not counted), ROUNDS times each, interleaved so drift hits
+# all alike; prints every run, the medians and the ratios.
 # usage (root, from the build dir): bench/sdn/overhead.sh [ROUNDS] [ITERS]
 set -u
 B=$(cd "$(dirname "$0")/../.." && pwd)          # build dir
@@ -15,16 +18,40 @@ TAGGER=$B/mpi-binding/sdn/tagger/mrail-sdn-tagger
 P=sdno$$
 NL() { bash "$B/bench/netlab/netlab" --prefix "$P" "$@"; }
 T=$(mktemp -d)
-trap 'NL down >/dev/null 2>&1; umount "$T/bpffs" 2>/dev/null; rm -rf "$T"' EXIT
+CTL_PID=
+trap '[ -n "$CTL_PID" ] && kill $CTL_PID 2>/dev/null; NL down >/dev/null 2>&1; umount "$T/bpffs" 2>/dev/null; rm -rf "$T"' EXIT
 mkdir "$T/bpffs" && mount -t bpf bpf "$T/bpffs" || exit 1
 NL up --hosts 2 --rails none --base auto >"$T/netlab.log" 2>&1 || { cat "$T/netlab.log"; exit 1; }
 read -r _ _ mg0 _ < <(NL hosts | awk '$1 == "h0"')
 bind=${mg0%.*}.254
 
-run() { # MODE
+# The controller: every interface of both hosts is a host port of a
+# one-leaf topology (it refuses HELLOs from MACs it does not know).
+{
+	echo "version 1"
+	echo "switch l1 leaf unix:$T/none.mgmt"
+	port=1
+	for h in h0 h1; do
+		for mac in $(NL exec $h sh -c 'cat /sys/class/net/*/address'); do
+			[ "$mac" = 00:00:00:00:00:00 ] && continue
+			echo "host $h-$port $mac l1:$port"
+			port=$((port + 1))
+		done
+	done
+} >"$T/topo"
+python3 "@SDND@" --dry-run \
+	--listen "$bind:0" --ready-file "$T/port" --topology "$T/topo" \
+	>"$T/flows" 2>"$T/ctl.err" &
+CTL_PID=$!
+for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
+[ -s "$T/port" ] || { echo "controller did not start:"; cat "$T/ctl.err"; exit 1; }
+CTL=$bind:$(cat "$T/port")
+
+run() { # MODE [CONTROLLER]
 	timeout 120 "$B/launcher/mrail-run" -n 2 --hosts "$P-h0,$P-h1" \
 		--wrap "ip netns exec {host} env MRAIL_SDN_BPF_DIR=$T/bpffs/{host}" \
 		--bind "$bind" -x MRAIL_RAILS=r0 -x MRAIL_SDN="$1" \
+		-x MRAIL_SDN_CONTROLLER="${2:-}" \
 		"$B/bench/sdn/sdn-pingpong" "$ITERS"
 }
 tagger() { # load|unload
@@ -36,23 +63,74 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	echo "off,$r,$(run none | awk '{ print $2 "," $4 "," $6 }')"
 	tagger load
 	echo "bpf,$r,$(run bpf | awk '{ print $2 "," $4 "," $6 }')"
+	echo "bpf+sync,$r,$(run bpf "$CTL" | awk '{ print $2 "," $4 "," $6 }')"
 	tagger unload
 done | tee "$T/csv"
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-for m in off bpf; do
+for m in off bpf bpf+sync; do
 	l=$(awk -F, -v m=$m '$1 == m { print $3 }' "$T/csv" | median)
 	b=$(awk -F, -v m=$m '$1 == m { print $4 }' "$T/csv" | median)
-	eval "lat_$m=$l bw_$m=$b"
+	eval "lat_${m/+/_}=$l bw_${m/+/_}=$b"
 	echo "median $m: latency $l us, bandwidth $b MB/s"
 done
+grep -q "pattern .* bcast" "$T/ctl.err" ||
+	{ echo "the controller saw no pattern:"; tail -5 "$T/ctl.err"; exit 1; }
 ratio() { # WHAT LAT_OFF LAT_BPF BW_OFF BW_BPF
 	awk -v w="$1" -v lo="$2" -v lb="$3" -v bo="$4" -v bb="$5" 'BEGIN {
-	printf "tagger (%s): latency %+.3f us (%.3fx), bandwidth %+.2f%% (targets: <= +0.5 us, >= -1%%)\n",
+	printf "%s: latency %+.3f us (%.3fx), bandwidth %+.2f%% (targets: <= +0.5 us, >= -1%%)\n",
 		w, lb - lo, lb / lo, (bb / bo - 1) * 100 }'
 }
-ratio medians "$lat_off" "$lat_bpf" "$bw_off" "$bw_bpf"
+ratio "tagger, medians" "$lat_off" "$lat_bpf" "$bw_off" "$bw_bpf"
+ratio "tagger + controller sync, medians" "$lat_off" "$lat_bpf_sync" "$bw_off" "$bw_bpf_sync"
 # Best runs: what the machine gives when nothing else gets in the way.
 best() { awk -F, -v m=$1 -v c=$2 -v hi=$3 '$1 == m && (n++ == 0 || (hi ? $c > v : $c < v)) { v = $c } END { print v }' "$T/csv"; }
 echo "best off: latency $(best off 3 0) us, bandwidth $(best off 4 1) MB/s; best bpf: latency $(best bpf 3 0) us, bandwidth $(best bpf 4 1) MB/s"
-ratio "best runs" "$(best off 3 0)" "$(best bpf 3 0)" "$(best off 4 1)" "$(best bpf 4 1)"
+ratio "tagger, best runs" "$(best off 3 0)" "$(best bpf 3 0)" "$(best off 4 1)" "$(best bpf 4 1)"
 echo "(noisy shared machine: compare medians over rounds, not single runs)"
+
+# What the tagger itself costs, free of the machine's noise: one more run
+# with the kernel's BPF run-time statistics on (kernel.bpf_stats_enabled;
+# the programs' run_time_ns and run_cnt), and the tagger's own packet
+# counters. Every 8-byte one-way message crosses at most one egress run
+# (sender) and one ingress run (receiver): their mean times bound the
+# latency it adds. A 4 MiB transfer costs those runs per packet (veth
+# packets are GSO-sized): the share of the transfer time they take bounds
+# the bandwidth lost.
+prog_stats() { # -> "egress_ns egress_runs ingress_ns ingress_runs"
+	bpftool -j prog show | python3 -c 'import json, sys
+t = {"egress": [0, 0], "ingress": [0, 0]}
+for p in json.load(sys.stdin):
+	n = p.get("name", "")
+	for k in t:  # names are cut to 15 characters without BTF
+		if n.startswith("mrail_sdn_" + k[:5]):
+			t[k][0] += p.get("run_time_ns", 0)
+			t[k][1] += p.get("run_cnt", 0)
+e, i = t["egress"], t["ingress"]
+print(e[0], e[1], i[0], i[1])'
+}
+tagged() { # host -> "packets bytes" tagged by its egress program
+	NL exec "$1" "$TAGGER" status --dir "$T/bpffs/$P-$1" |
+		awk '$1 == "tagged_packets" { p = $2 } $1 == "tagged_bytes" { b = $2 } END { print p, b }'
+}
+old_stats=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+if command -v bpftool >/dev/null && sysctl -qw kernel.bpf_stats_enabled=1; then
+	tagger load
+	read -r e0 en0 i0 in0 < <(prog_stats)
+	res=$(run bpf)
+	read -r e1 en1 i1 in1 < <(prog_stats)
+	read -r tp0 tb0 < <(tagged h0)
+	read -r tp1 tb1 < <(tagged h1)
+	tagger unload
+	sysctl -qw kernel.bpf_stats_enabled="${old_stats:-0}"
+	bw_run=$(echo "$res" | awk '{ print $4 }')
+	awk -v e=$((e1 - e0)) -v en=$((en1 - en0)) -v i=$((i1 - i0)) -v in_=$((in1 - in0)) \
+		-v tp=$((tp0 + tp1)) -v tb=$((tb0 + tb1)) -v bw="$bw_run" 'BEGIN {
+	if (en == 0 || in_ == 0) { print "in-kernel cost: the programs did not run"; exit 1 }
+	pe = e / en; pi = i / in_; pkt = tp ? tb / tp : 0
+	printf "in-kernel cost (bpf stats, one run): egress %.0f ns x %d runs, ingress %.0f ns x %d runs, %.0f B per tagged packet\n", pe, en, pi, in_, pkt
+	if (!tp) { print "in-kernel cost: no packet was tagged"; exit 1 }
+	printf "tagger, in-kernel bound: latency +%.3f us per one-way message (target <= 0.5), bandwidth -%.3f%% at %.0f MB/s (target <= 1%%)\n",
+		(pe + pi) / 1000, (pe + pi) / pkt * bw * 1e6 / 1e9 * 100, bw }'
+else
+	echo "in-kernel cost: needs bpftool and kernel.bpf_stats_enabled"
+fi

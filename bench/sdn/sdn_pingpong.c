@@ -6,6 +6,11 @@
  * Prints on rank 0: "lat_us L bw_MBps B retags R" where L is the median
  * half round trip of 8-byte messages and B the bandwidth of 4 MiB
  * ping-pongs (bytes / half round trip, median).
+ * With MRAIL_SDN_CONTROLLER=host:port each rank also says HELLO to the
+ * controller and, before measuring, the pair's pattern is announced in
+ * sync mode (rank 0 PATTERN and waits for the flows, rank 1 WAITs), as
+ * the coll component does before a collective: the measured traffic then
+ * runs with the controller attached, its one sync wait not counted.
  */
 #include <mrail.h>
 #include <stdint.h>
@@ -13,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "ctrl_client.h"
 #include "mpi-binding/ompi/mtl_mrail_bits.h"
 #include "sdn_node.h"
 
@@ -73,6 +80,40 @@ static double pingpong(mrail_engine_t *e, unsigned me, void *buf, size_t len,
 	return m;
 }
 
+/* HELLO, then the pair's pattern announced and waited for (sync mode). */
+static struct mrail_sdn_ctrl *controller_sync(const char *addr, unsigned me)
+{
+	static const struct mrail_sdn_pair pair = {.src = 0, .dst = 1};
+	struct mrail_sdn_ctrl *c;
+	char err[256], host[64], rails[4096];
+	int rc;
+
+	if (mrail_sdn_ctrl_connect(addr, 10000, &c, err, sizeof err)) {
+		fprintf(stderr, "sdn-pingpong: controller %s: %s\n", addr, err);
+		exit(1);
+	}
+	if (gethostname(host, sizeof host))
+		strcpy(host, "unknown");
+	host[sizeof host - 1] = '\0';
+	if ((rc = mrail_sdn_ctrl_local_rails(rails, sizeof rails)) ||
+	    mrail_sdn_ctrl_hello(c, "sdn-pingpong", me, 2, host, rails)) {
+		fprintf(stderr, "sdn-pingpong: controller HELLO: %s\n",
+			rc ? strerror(-rc) : mrail_sdn_ctrl_error(c));
+		exit(1);
+	}
+	rc = me == 0 ? mrail_sdn_ctrl_pattern(c, "sdn-pingpong", 0, "bcast",
+					      0, &pair, 1, 1)
+		     : mrail_sdn_ctrl_wait(c, "sdn-pingpong",
+					   mrail_sdn_ctrl_pattern_key(
+						   0, "bcast", &pair, 1));
+	if (rc) {
+		fprintf(stderr, "sdn-pingpong: controller sync: %s\n",
+			mrail_sdn_ctrl_error(c));
+		exit(1);
+	}
+	return c;
+}
+
 int main(int argc, char **argv)
 {
 	int iters = argc > 1 ? atoi(argv[1]) : 2000;
@@ -90,6 +131,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sdn-pingpong: %s\n", err);
 		return 1;
 	}
+	const char *ctl_addr = getenv("MRAIL_SDN_CONTROLLER");
+	struct mrail_sdn_ctrl *ctl =
+		ctl_addr && *ctl_addr ? controller_sync(ctl_addr, me) : NULL;
 	struct mrail_config cfg;
 	mrail_engine_t *e;
 	int rc = mrail_config_init(&cfg);
@@ -116,6 +160,7 @@ int main(int argc, char **argv)
 		printf("lat_us %.3f bw_MBps %.1f retags %llu\n", lat * 1e6, bw,
 		       (unsigned long long)st.retags);
 	mrail_sdn_close(sdn);
+	mrail_sdn_ctrl_close(ctl);
 	free(buf);
 	return 0;
 }
