@@ -360,8 +360,10 @@ struct mrail_engine *engine_alloc(void)
 
 static int sends_flushed(struct mrail_engine *e)
 {
-	for (uint32_t i = 0; i < e->ngates; i++) {
-		struct gate *g = e->gates[i];
+	uint32_t n;
+	struct gate **gates = gate_active(e, &n); /* connecting or up */
+	for (uint32_t i = 0; i < n; i++) {
+		struct gate *g = gates[i];
 		/* Connecting (lazy connection): its messages still leave. */
 		if ((g->state == GATE_UP || g->state == GATE_CONNECTING) &&
 		    !mrail_list_empty(&g->sendq))
@@ -378,8 +380,10 @@ static int sends_flushed(struct mrail_engine *e)
 
 static int peers_closed(struct mrail_engine *e)
 {
-	for (uint32_t i = 0; i < e->ngates; i++) {
-		struct gate *g = e->gates[i];
+	uint32_t n;
+	struct gate **gates = gate_active(e, &n); /* connecting or up */
+	for (uint32_t i = 0; i < n; i++) {
+		struct gate *g = gates[i];
 		if (!g->self && g->state == GATE_UP) /* we said BYE to it */
 			return 0;
 	}
@@ -448,6 +452,7 @@ void engine_free(struct mrail_engine *e)
 	for (uint32_t i = 0; i < e->ngates; i++)
 		gate_free(e, e->gates[i]);
 	free(e->gates);
+	free(e->active);
 	free(e->by_uuid);
 	mrail_list_foreach_safe(pos, tmp, &e->handshaking) {
 		struct rail *r = mrail_list_entry(pos, struct rail, link);

@@ -110,6 +110,12 @@ struct mrail_engine {
 
 	uint32_t ngates, gates_cap;
 	struct gate **gates;
+	/* Gates connecting or up (not self): the ones the timers visit. A
+	 * lazily connected job has thousands of idle gates that have none
+	 * to run; visiting them all every tick was O(ranks) per wakeup. */
+	struct gate **active;
+	uint32_t nactive, active_cap;
+	int active_overflow;           /* could not grow it: visit all */
 	struct gate **by_uuid;         /* open addressing, cap a power of 2 */
 	uint32_t by_uuid_cap;
 	struct mrail_list handshaking; /* accepted rails before HELLO */

@@ -578,8 +578,10 @@ void failover_tick(struct mrail_engine *e)
 	if (now < e->failover_next_tick)
 		return;
 	e->failover_next_tick = now + TICK_PERIOD;
-	for (uint32_t i = 0; i < e->ngates; i++) {
-		struct gate *g = e->gates[i];
+	uint32_t n;
+	struct gate **gates = gate_active(e, &n);
+	for (uint32_t i = 0; i < n; i++) {
+		struct gate *g = gates[i];
 		if (g->state == GATE_UP && !g->self)
 			tick_gate(e, g, now);
 	}

@@ -93,6 +93,7 @@ void gate_connect_now(struct mrail_engine *e, struct gate *g)
 	if (g->state != GATE_IDLE)
 		return;
 	g->state = GATE_CONNECTING;
+	gate_set_active(e, g);
 	g->deadline = mrail_now() + e->cfg.connect_timeout;
 	for (unsigned i = 0; i < g->nrails; i++) {
 		if (g->rails[i])
@@ -348,4 +349,42 @@ int gate_rail_stats(struct mrail_engine *e, mrail_peer_t peer, int rail,
 	else
 		memset(st, 0, sizeof *st);
 	return MRAIL_OK;
+}
+
+void gate_set_active(struct mrail_engine *e, struct gate *g)
+{
+	if (g->in_active || g->self || e->active_overflow)
+		return;
+	if (e->nactive == e->active_cap) {
+		uint32_t cap = e->active_cap ? 2 * e->active_cap : 16;
+		struct gate **a = realloc(e->active, cap * sizeof *a);
+		if (!a) {
+			/* Timers then visit every gate, as they can. */
+			e->active_overflow = 1;
+			return;
+		}
+		e->active = a;
+		e->active_cap = cap;
+	}
+	e->active[e->nactive++] = g;
+	g->in_active = 1;
+}
+
+struct gate **gate_active(struct mrail_engine *e, uint32_t *n)
+{
+	if (e->active_overflow) {
+		*n = e->ngates;
+		return e->gates;
+	}
+	for (uint32_t i = 0; i < e->nactive;) {
+		struct gate *g = e->active[i];
+		if (g->state == GATE_CONNECTING || g->state == GATE_UP) {
+			i++;
+			continue;
+		}
+		g->in_active = 0;
+		e->active[i] = e->active[--e->nactive];
+	}
+	*n = e->nactive;
+	return e->active;
 }

@@ -39,6 +39,7 @@ struct gate {
 	uint64_t uuid;
 	int self;
 	enum gate_state state;
+	int in_active;            /* listed in engine->active */
 	int error;                /* why it failed */
 	int bye_received;
 	char name[32];            /* "rank 3" / "peer 3" for logs */
@@ -85,6 +86,11 @@ void gate_free(struct mrail_engine *e, struct gate *g);
 /* Connect the rails of this gate now (an idle gate; else nothing to do).
  * A failure fails the gate, not the call. */
 void gate_connect_now(struct mrail_engine *e, struct gate *g);
+/* g started connecting: the timers visit it from now on. */
+void gate_set_active(struct mrail_engine *e, struct gate *g);
+/* The gates the timers visit, pruned of those that closed or failed;
+ * *n set to their count. */
+struct gate **gate_active(struct mrail_engine *e, uint32_t *n);
 /* A message is queued on g: with lazy connection, connect it now. (With
  * eager connection the engine with the larger uuid connects; the other
  * waits for it.) */

@@ -122,6 +122,7 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 		r->local = l;
 		if (g->state == GATE_IDLE) { /* the peer connects first */
 			g->state = GATE_CONNECTING;
+			gate_set_active(e, g);
 			g->deadline = mrail_now() + e->cfg.connect_timeout;
 		}
 		if ((g->state != GATE_CONNECTING &&
@@ -309,9 +310,12 @@ void handshake_expire(struct mrail_engine *e)
 				     ? "its peer was never added"
 				     : "no valid HELLO in time");
 	}
-	for (uint32_t i = 0; i < e->ngates; i++) {
-		struct gate *g = e->gates[i];
-		/* Eager: an idle gate waits for the peer's connection. */
+	/* Eager: an idle gate waits for the peer's connection too. */
+	uint32_t n;
+	struct gate **gates = e->lazy_connect ? gate_active(e, &n)
+					      : (n = e->ngates, e->gates);
+	for (uint32_t i = 0; i < n; i++) {
+		struct gate *g = gates[i];
 		int waiting = g->state == GATE_CONNECTING ||
 			      (g->state == GATE_IDLE && !e->lazy_connect);
 		if (waiting && now > g->deadline) {

@@ -58,17 +58,41 @@ for m in mrails:
     check("%s stream >= 4 MiB >= 0.95 x sum of single rails" % m,
           big and all(stream[m][n] >= 0.95 * (r0.get(n, 0) + r1.get(n, 0))
                       for n in big))
-    check("%s stream >= 4 MiB >= 1.8 x ob1 both rails" % m,
-          big and all(stream[m][n] >= 1.8 * both.get(n, 1e30) for n in big))
+    ok = big and all(stream[m][n] >= 1.8 * both.get(n, 1e30) for n in big)
+    # 1.8 x ob1 is only reachable while ob1 gets under 1/1.8 of the sum
+    # (it got 0.47 of it where the target was set).
+    frac = [both[n] / (r0[n] + r1[n]) for n in big
+            if n in both and n in r0 and n in r1]
+    if big and not ok and frac and min(frac) > 1 / 1.8:
+        ok = all(stream[m][n] >= 0.95 * (r0[n] + r1[n]) for n in big)
+        verdict.append("  %-66s %s" % (
+            "%s stream >= 4 MiB >= 1.8 x ob1 both rails" % m,
+            "unreachable here: ob1 both rails gets %.2f of the sum (1.8 x "
+            "would exceed it); mrail at >= 0.95 of the sum: %s" %
+            (min(frac), "met" if ok else "NOT met")))
+    else:
+        check("%s stream >= 4 MiB >= 1.8 x ob1 both rails" % m, ok)
     mid = [n for n in sizes if n >= 64 << 10 and n in stream[m]]
     check("%s stream >= ob1 best rail from 64 KiB" % m,
           mid and all(stream[m][n] >= r0.get(n, 1e30) for n in mid))
 
-print("\n8 B one-way latency (ping-pong), us")
-lat = {l: get(l, "pingpong", 2, "usec").get(8) for l in labels}
+print("\n8 B one-way latency (ping-pong), us: median of the runs "
+      "(each run: median of 1000 round trips / 2)")
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if v else None
+
+
+lat_runs = {l: [float(r["usec"]) for r in rows
+                if r["label"] == l and r["test"] == "pingpong" and
+                int(r["np"]) == 2 and int(r["bytes"]) == 8] for l in labels}
+lat = {l: median(v) for l, v in lat_runs.items()}
 for l in labels:
     if lat[l]:
-        print("  %-10s %8.1f" % (l, lat[l]))
+        print("  %-10s %8.1f   runs: %s" % (l, lat[l], " ".join(
+            "%.1f" % x for x in lat_runs[l])))
 for m in mrails:
     if lat.get(m) and lat.get("ob1-both"):
         check("%s 8 B latency within 10 %% of ob1 (%.2f x)" %

@@ -10,19 +10,22 @@
 #   mrail-prof the same with rail profiles from mrail-sample (taken first,
 #              as bench/fig8.sh does); --no-sample leaves it out
 # usage (root, from the build dir): bench/mpi/run.sh [--no-sample]
-#        [--rates 1000mbit,400mbit] [--max BYTES] [OUTDIR]
+#        [--rates 1000mbit,400mbit] [--max BYTES] [--lat-rounds N] [OUTDIR]
+# (--lat-rounds: extra interleaved 8 B ping-pong runs per configuration,
+# default 5; the latency compared is the median of all of them)
 # Writes OUTDIR/mpi-bench.csv, prints the ratio table (ratios.py, also in
 # OUTDIR/ratios.txt) and, with python3-matplotlib, OUTDIR/mpi-bench.png.
 # Figures on a shared machine are noisy: rerun it idle.
 set -u
 B=$(cd "$(dirname "$0")/../.." && pwd)          # build dir
-SAMPLE=1 RATES=1000mbit,400mbit MAX=$((8 << 20))
+SAMPLE=1 RATES=1000mbit,400mbit MAX=$((8 << 20)) LAT_ROUNDS=5
 while [ $# -gt 0 ]; do
 	case $1 in
 	--no-sample) SAMPLE=0; shift ;;
 	--rates) RATES=$2; shift 2 ;;
 	--max) MAX=$2; shift 2 ;;
-	-h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+	--lat-rounds) LAT_ROUNDS=$2; shift 2 ;;
+	-h | --help) sed -n '2,21p' "$0"; exit 0 ;;
 	-*) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -97,6 +100,21 @@ for cfg in $CFGS; do
 	[ $cfg = ob1-r1 ] && continue
 	run $cfg 1 pingpong "${M[@]}" >>"$CSV"
 	run $cfg 2 allreduce "${M[@]}" >>"$CSV"
+done
+# 8 B latency again, LAT_ROUNDS times interleaved (ob1 and mrail alike):
+# single runs of it swing by 2x on a VM; ratios.py takes the median of
+# every 8 B ping-pong of a label.
+for ((r = 1; r <= LAT_ROUNDS; r++)); do
+	for cfg in $CFGS; do
+		[ $cfg = ob1-r1 ] && continue
+		case $cfg in
+		ob1-both) M=("${OB1[@]}" --mca btl_tcp_if_include r0,r1) ;;
+		ob1-r0) M=("${OB1[@]}" --mca btl_tcp_if_include r0) ;;
+		mrail) M=("${CM[@]}" -x MRAIL_PROFILE_DIR="$NOPROF") ;;
+		mrail-prof) M=("${CM[@]}" -x MRAIL_PROFILE_DIR="$PROF") ;;
+		esac
+		MAX=8 run $cfg 1 pingpong "${M[@]}" >>"$CSV"
+	done
 done
 # Drops at the shapers (losses stall TCP; a noisy run shows them here).
 for h in h0 h1; do for r in r0 r1; do
