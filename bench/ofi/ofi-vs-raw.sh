@@ -60,7 +60,7 @@ raw() {
 
 # mrail SIZE MODE ITERS -> the CSV row of mrail-bench over the ofi driver.
 mrail() {
-	local params="ofi:provider=${PROV//;/+},domains=$domain,shm=no"
+	local params="ofi:provider=${PROV//;/+},domains=$domain,shm=no,wait=${WAIT:-fd}"
 	local hosts=()
 	[ -n "$lab" ] && hosts=(--hosts "$lab-h0,$lab-h1" --wrap 'ip netns exec {host}'
 		--bind "$root_mgmt")
@@ -89,18 +89,26 @@ for where in "${WHERE[@]}"; do
 	fi
 	read -r _ raw_lat < <(raw 8 "$LAT_ITERS")
 	read -r raw_bw _ < <(raw 16777216 "$BW_ITERS")
-	row8=$(mrail 8 lat "$LAT_ITERS")
+	# fi_pingpong busy-polls completion queues opened without a wait
+	# object: the same as the driver's wait=poll. The default (wait=fd,
+	# idle processes sleep) is printed beside it.
+	row8=$(WAIT=poll mrail 8 lat "$LAT_ITERS")
+	row8fd=$(mrail 8 lat "$LAT_ITERS")
 	row16=$(mrail 16M all "$BW_ITERS")
 	eng_lat=$(col "$(csvrow "$row8")" eng_lat_med_us)
 	eng_lat_min=$(col "$(csvrow "$row8")" eng_lat_min_us)
+	eng_lat_fd=$(col "$(csvrow "$row8fd")" eng_lat_med_us)
+	eng_lat_fd_min=$(col "$(csvrow "$row8fd")" eng_lat_min_us)
 	eng16=$(col "$(csvrow "$row16")" eng_lat_med_us)
 	eng_stream=$(col "$(csvrow "$row16")" eng_bw_med_MBps)
 	echo "# $PROV, $where (domain $domain), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 	awk -v rl="$raw_lat" -v el="$eng_lat" -v elm="$eng_lat_min" -v rb="$raw_bw" \
+	    -v elf="$eng_lat_fd" -v elfm="$eng_lat_fd_min" \
 	    -v e16="$eng16" -v es="$eng_stream" 'BEGIN {
 		ok = (rl != "-" && el != "");
-		printf "  8 B latency   fi_pingpong %10s us   mrail %10s us (min %s)   delta %s us  (target <= 2)\n",
+		printf "  8 B latency   fi_pingpong %10s us   mrail %10s us (min %s)   delta %s us  (target <= 2; ofi:wait=poll, as fi_pingpong)\n",
 			rl, el, elm, ok ? sprintf("%.2f", el - rl) : "-";
+		printf "  8 B latency   mrail, ofi:wait=fd (default: idle processes sleep) %s us (min %s)\n", elf, elfm;
 		eb = e16 != "" && e16 > 0 ? 16777216 / e16 : 0;
 		ok = (rb != "-" && rb > 0 && eb > 0);
 		printf "  16 MiB bw     fi_pingpong %10s MB/s mrail %10.1f MB/s          ratio %s  (target >= 0.90)\n",

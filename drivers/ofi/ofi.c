@@ -46,12 +46,20 @@ void ofi_hdr_write(uint8_t *p, const struct ofi_hdr *h)
 	ofi_put_le64(p + 24, h->body_len);
 }
 
-void ofi_kick(struct mrail_drv *drv)
+static void kick_now(struct mrail_drv *drv)
 {
 	uint64_t one = 1;
 
 	if (write(drv->kickfd, &one, sizeof one) < 0 && errno != EAGAIN)
 		mrail_debug("ofi: eventfd write: %s", strerror(errno));
+}
+
+void ofi_kick(struct mrail_drv *drv)
+{
+	/* Busy: some thread polls again at once. Idle: a thread may sleep
+	 * on wait_fd (another thread posted this work): wake it. */
+	if (drv->idle_rounds >= OFI_ARM_AFTER)
+		kick_now(drv);
 }
 
 static void unkick(struct mrail_drv *drv)
@@ -520,7 +528,7 @@ static int rail_bring_up(struct mrail_drv *drv, struct ofi_rail *r)
 			return rc;
 	} else if (!drv->busy_poll) {
 		drv->busy_poll = true;
-		ofi_kick(drv); /* never drained: wait_fd stays readable */
+		kick_now(drv); /* never drained: wait_fd stays readable */
 	}
 	return 0;
 }
@@ -879,7 +887,7 @@ static void arm_wait(struct mrail_drv *drv)
 			continue;
 		f = &r->cq->fid;
 		if (fi_trywait(r->fabric, &f, 1) == -FI_EAGAIN) {
-			ofi_kick(drv);
+			kick_now(drv);
 			return;
 		}
 	}
@@ -893,7 +901,8 @@ static int ofi_progress(struct mrail_drv *drv)
 	if (!drv || drv->progress_depth > 0)
 		return 0;
 	drv->progress_depth++;
-	drain_fds(drv);
+	if (drv->idle_rounds >= OFI_ARM_AFTER)
+		drain_fds(drv); /* we may have slept on them */
 	for (int i = 0; i < drv->nrails; i++)
 		if (drv->rails[i].up)
 			n += poll_cq(&drv->rails[i]);
@@ -920,8 +929,10 @@ static int ofi_progress(struct mrail_drv *drv)
 	n += ofi_run_done(drv);
 	now = mrail_now();
 	ping_scan(drv, now);
-	if (n == 0)
-		arm_wait(drv);
+	if (n > 0)
+		drv->idle_rounds = 0;
+	else if (++drv->idle_rounds >= OFI_ARM_AFTER)
+		arm_wait(drv); /* before every round that may precede a sleep */
 	drv->progress_depth--;
 	free_zombies(drv);
 	return n;

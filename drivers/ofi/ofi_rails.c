@@ -60,6 +60,19 @@ static int parse_shm(const char *key, const char *val, enum ofi_shm_mode *m)
 	return 0;
 }
 
+static int parse_wait(const char *key, const char *val, bool *poll)
+{
+	if (!strcmp(val, "fd"))
+		*poll = false;
+	else if (!strcmp(val, "poll"))
+		*poll = true;
+	else {
+		mrail_error("ofi: %s='%s': expected fd or poll", key, val);
+		return -1;
+	}
+	return 0;
+}
+
 int ofi_params_parse(const char *s, struct ofi_params *p)
 {
 	const char *env;
@@ -75,6 +88,9 @@ int ofi_params_parse(const char *s, struct ofi_params *p)
 	env = getenv("MRAIL_OFI_SHM");
 	if (env && parse_shm("MRAIL_OFI_SHM", env, &p->shm))
 		return MRAIL_ERR_CONFIG;
+	env = getenv("MRAIL_OFI_WAIT");
+	if (env && parse_wait("MRAIL_OFI_WAIT", env, &p->wait_poll))
+		return MRAIL_ERR_CONFIG;
 	env = getenv("MRAIL_OFI_DOMAINS");
 	if (env && set_str(p->domains, sizeof p->domains, "MRAIL_OFI_DOMAINS",
 			   env))
@@ -87,12 +103,15 @@ int ofi_params_parse(const char *s, struct ofi_params *p)
 		if (rc < 0) {
 			mrail_error("ofi: malformed parameters '%s': expected "
 				    "key=value,... (keys: provider, domains, "
-				    "rx_bufs, shm)",
+				    "rx_bufs, shm, wait)",
 				    s);
 			return MRAIL_ERR_CONFIG;
 		}
 		if (!strcmp(key, "shm")) {
 			if (parse_shm(key, val, &p->shm))
+				return MRAIL_ERR_CONFIG;
+		} else if (!strcmp(key, "wait")) {
+			if (parse_wait(key, val, &p->wait_poll))
 				return MRAIL_ERR_CONFIG;
 		} else if (!strcmp(key, "provider")) {
 			if (set_str(p->provider, sizeof p->provider, key, val))
@@ -116,7 +135,7 @@ int ofi_params_parse(const char *s, struct ofi_params *p)
 			p->rx_bufs = (int)v;
 		} else {
 			mrail_error("ofi: unknown parameter '%s' (known: "
-				    "provider, domains, rx_bufs, shm)",
+				    "provider, domains, rx_bufs, shm, wait)",
 				    key);
 			return MRAIL_ERR_CONFIG;
 		}
@@ -416,10 +435,13 @@ static int open_cq(struct ofi_rail *r)
 
 	attr.format = FI_CQ_FORMAT_TAGGED;
 	attr.size = 8192;
-	attr.wait_obj = FI_WAIT_FD;
-	rc = fi_cq_open(r->domain, &attr, &r->cq, NULL);
-	if (rc == 0 && fi_control(&r->cq->fid, FI_GETWAIT, &r->cq_fd) == 0)
-		return 0;
+	if (!r->drv->par.wait_poll) {
+		attr.wait_obj = FI_WAIT_FD;
+		rc = fi_cq_open(r->domain, &attr, &r->cq, NULL);
+		if (rc == 0 &&
+		    fi_control(&r->cq->fid, FI_GETWAIT, &r->cq_fd) == 0)
+			return 0;
+	}
 	if (r->cq) {
 		fi_close(&r->cq->fid);
 		r->cq = NULL;
@@ -430,9 +452,10 @@ static int open_cq(struct ofi_rail *r)
 	rc = fi_cq_open(r->domain, &attr, &r->cq, NULL);
 	if (rc)
 		return fail(r, "fi_cq_open", rc);
-	mrail_info("ofi: %s: completion queue without a wait fd, the "
-		   "engine will poll it",
-		   r->printable);
+	if (!r->drv->par.wait_poll)
+		mrail_info("ofi: %s: completion queue without a wait fd, the "
+			   "engine will poll it",
+			   r->printable);
 	return 0;
 }
 

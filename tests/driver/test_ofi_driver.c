@@ -116,6 +116,8 @@ static int test_params(void)
 	      rc == MRAIL_ERR_NOT_FOUND);
 	CHECK(!h_side_open_params("A", "shm=maybe", &rc) &&
 	      rc == MRAIL_ERR_CONFIG);
+	CHECK(!h_side_open_params("A", "wait=sometimes", &rc) &&
+	      rc == MRAIL_ERR_CONFIG);
 	return 0;
 }
 
