@@ -3,9 +3,10 @@
  * the SDN tagging hooks the MTL installs (MRAIL_SDN, docs/sdn.md); engine
  * tags are MTL match bits of a point-to-point message (cid 0, tag 1).
  * usage: sdn-pingpong [ITERS]
- * Prints on rank 0: "lat_us L bw_MBps B retags R" where L is the median
- * half round trip of 8-byte messages and B the bandwidth of 4 MiB
- * ping-pongs (bytes / half round trip, median).
+ * Prints on rank 0: "lat_us L bw_MBps B retags R lat_msgs M bw_msgs N"
+ * where L is the median half round trip of 8-byte messages, B the
+ * bandwidth of 4 MiB ping-pongs (bytes / half round trip, median), M and
+ * N the one-way messages of each half (warm-up included).
  * With MRAIL_SDN_CONTROLLER=host:port each rank also says HELLO to the
  * controller and, before measuring, the pair's pattern is announced in
  * sync mode (rank 0 PATTERN and waits for the flows, rank 1 WAITs), as
@@ -151,14 +152,23 @@ int main(int argc, char **argv)
 	char *buf = calloc(1, big);
 	if (!buf)
 		return 1;
-	double lat = pingpong(e, me, buf, 8, iters);
-	double bw = big / pingpong(e, me, buf, big, iters / 20 + 5) / 1e6;
+	/* SDN_PINGPONG=lat|bw: one half only, for bench/sdn/overhead.sh's
+	 * per-message and per-transfer in-kernel cost. */
+	const char *only = getenv("SDN_PINGPONG");
+	int do_lat = !only || strcmp(only, "bw"), do_bw = !only || strcmp(only, "lat");
+	int bw_iters = iters / 20 + 5;
+	double lat = do_lat ? pingpong(e, me, buf, 8, iters) : 0;
+	double bw = do_bw ? big / pingpong(e, me, buf, big, bw_iters) / 1e6 : 0;
+	/* One-way messages of each half, warm-up included. */
+	long lat_msgs = do_lat ? 2L * (iters + iters / 10 + 1) : 0;
+	long bw_msgs = do_bw ? 2L * (bw_iters + bw_iters / 10 + 1) : 0;
 	mrail_engine_destroy(e);
 	struct mrail_sdn_stats st;
 	mrail_sdn_get_stats(sdn, &st);
 	if (me == 0)
-		printf("lat_us %.3f bw_MBps %.1f retags %llu\n", lat * 1e6, bw,
-		       (unsigned long long)st.retags);
+		printf("lat_us %.3f bw_MBps %.1f retags %llu lat_msgs %ld "
+		       "bw_msgs %ld\n", lat * 1e6, bw,
+		       (unsigned long long)st.retags, lat_msgs, bw_msgs);
 	mrail_sdn_close(sdn);
 	mrail_sdn_ctrl_close(ctl);
 	free(buf);
