@@ -1,8 +1,6 @@
 #!/usr/bin/env python3
 """Raw Ethernet frames for the SDN end-to-end test (AF_PACKET, root).
   send IFACE DST_MAC COUNT     COUNT frames of 1000 bytes, ethertype 0x88b5
-  txcsum-off IFACE             checksums computed by the stack, not left to
-                               an offload the userspace switch never does
   recv IFACE COUNT SECONDS     count 0x88b5 frames addressed to IFACE's own
                                MAC (the switch restored it); prints the count
 """
@@ -20,18 +18,6 @@ def mac_of(iface):
 
 def main():
     cmd, iface = sys.argv[1], sys.argv[2]
-    if cmd == "txcsum-off":
-        import fcntl
-        import struct
-        ETHTOOL_STXCSUM, SIOCETHTOOL = 0x17, 0x8946
-        val = bytearray(struct.pack("II", ETHTOOL_STXCSUM, 0))
-        addr = struct.pack("16sP", iface.encode(),
-                           __import__("ctypes").addressof(
-                               (__import__("ctypes").c_char * 8)
-                               .from_buffer(val)))
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            fcntl.ioctl(s.fileno(), SIOCETHTOOL, addr)
-        return 0
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P))
     s.bind((iface, 0))
     me = mac_of(iface)
