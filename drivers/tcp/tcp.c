@@ -268,7 +268,12 @@ static int tcp_params(const char *params, struct mrail_drv *drv)
 	drv->loopback_rails = 1;
 	drv->sockbuf = TCP_DEFAULT_SOCKBUF;
 	drv->user_timeout_ms = 0;
-	drv->keepalive = 0;
+	/* On by default: a host whose links all died while it only waits
+	 * for data (rendezvous chunks requested, nothing unacknowledged)
+	 * has neither the engine's send watchdog nor TCP's user timeout to
+	 * notice it; unanswered probes reset the connection in ~4 s. Idle
+	 * healthy connections pay one empty segment per second. */
+	drv->keepalive = TCP_DEFAULT_KEEPALIVE;
 	for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
 		const char *s = getenv(env[i][0]);
 		if (s && param_value(env[i][1], s, drv)) {

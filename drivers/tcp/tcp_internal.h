@@ -156,6 +156,7 @@ struct mrail_drv {
 	unsigned loopback_rails; /* rails to processes of this host */
 	int user_timeout_ms;     /* TCP_USER_TIMEOUT on rail sockets, 0: off */
 	int keepalive;           /* s idle before/between probes, 0: off */
+#define TCP_DEFAULT_KEEPALIVE 1
 
 	struct tcp_listener **listeners;
 	int nlisteners;

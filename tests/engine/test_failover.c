@@ -1,6 +1,8 @@
 /*
- * Rail failover (docs/failover.md), 2 ranks under mrail-run on the fake
- * driver, whose knobs kill connections (drop_after, fail_rail, faults).
+ * Rail failover (docs/failover.md) under mrail-run. survive and alldown:
+ * 2 ranks on the fake driver, whose knobs kill connections (drop_after,
+ * fail_rail, faults); stream*: TCP on netlab, where
+ * tests/multirail/netlab_failover.sh takes links down.
  *
  *   test_failover survive  Both directions at once: eager messages and
  *                          rendezvous messages split over every rail,
@@ -13,10 +15,17 @@
  *                          peer's requests fail (MRAIL_ERR_PEER) within
  *                          MRAIL_RAIL_TIMEOUT plus a margin; no hang, the
  *                          process lives and the engine is destroyed.
- *   test_failover stream   Big two-way stream for netlab (see stream()).
+ *   test_failover stream   netlab: every rank streams both ways with every
+ *                          other rank while a host loses a rail (see
+ *                          stream()); 2 or more ranks.
+ *   test_failover stream-alldown
+ *                          netlab: the same stream with one peer while a
+ *                          host loses every rail: the requests fail within
+ *                          the timeout (see stream_alldown()).
  */
 #include "harness.h"
 
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -213,6 +222,12 @@ static double wall_now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int env_int(const char *name, int dflt)
+{
+	const char *s = getenv(name);
+	return s && *s ? atoi(s) : dflt;
+}
+
 /* Cheap content for big streams: word i of message m. */
 static void words_fill(uint64_t *w, size_t n, uint64_t m)
 {
@@ -228,127 +243,498 @@ static size_t words_check(const uint64_t *w, size_t n, uint64_t m)
 	return n;
 }
 
+/* ---- netlab streams (tests/multirail/netlab_failover.sh) ------------- */
+
+#define STREAM_LEN (16u << 20)
+#define STREAM_WORDS (STREAM_LEN / 8)
+enum { DEPTH = 4 }; /* messages in flight per peer and way */
+
+/* The two-way stream with one peer, and what we saw of its failing rail. */
+struct pstream {
+	uint32_t peer;
+	int watch;          /* the failing host is this rank or the peer */
+	int nrails;
+	uint64_t *sb[DEPTH], *rb[DEPTH];
+	mrail_request_t *sr[DEPTH], *rr[DEPTH];
+	int seen_down;
+	double back_at;     /* wall clock: up again after the failure */
+	double payload_at;  /* wall clock: first payload on it after that */
+	uint64_t bytes_back;
+	double all_down_at; /* monotonic: since when no rail is up (0: one is) */
+};
+
+struct streams {
+	mrail_engine_t *e;
+	uint32_t me, n;
+	int fail_rail;
+	struct pstream *ps;
+	int nps;
+	double next_poll;
+};
+
+/* Message m from rank `from` to rank `to`: its own content. */
+static uint64_t stream_id(const struct streams *s, int m, uint32_t from,
+			  uint32_t to)
+{
+	return ((uint64_t)m * s->n + from) * s->n + to;
+}
+
+/* Every 2 ms: the failing rail of each watched peer (down, up again,
+ * payload again) and whether any rail to each peer is up. A gate that
+ * failed may answer with an error: counted as nothing up. */
+static void monitor(struct streams *s, int force)
+{
+	double now = mrail_now();
+	if (!force && now < s->next_poll)
+		return;
+	s->next_poll = now + 0.002;
+	for (int i = 0; i < s->nps; i++) {
+		struct pstream *p = &s->ps[i];
+		struct mrail_rail_info info;
+		struct mrail_rail_stats st;
+		int any_up = 0;
+		for (int r = 0; r < p->nrails; r++)
+			if (mrail_rail_info(s->e, p->peer, r, &info) == MRAIL_OK &&
+			    info.up)
+				any_up = 1;
+		if (any_up)
+			p->all_down_at = 0;
+		else if (p->all_down_at == 0)
+			p->all_down_at = now;
+		if (!p->watch ||
+		    mrail_rail_info(s->e, p->peer, s->fail_rail, &info) ||
+		    mrail_rail_stats(s->e, p->peer, s->fail_rail, &st))
+			continue;
+		uint64_t bytes = st.tx_bytes + st.rx_bytes;
+		if (!info.up) {
+			p->seen_down = 1;
+			p->back_at = p->payload_at = 0;
+		} else if (p->back_at == 0) {
+			if (p->seen_down || st.reconnects > 0) {
+				p->back_at = wall_now();
+				p->bytes_back = bytes;
+			}
+		} else if (p->payload_at == 0 && bytes > p->bytes_back) {
+			p->payload_at = wall_now();
+		}
+	}
+}
+
+/* Progress (watching the rails) until r completes or `until` (monotonic,
+ * 0: no limit) passes: MRAIL_OK or MRAIL_ERR_TIMEOUT. Busy while events
+ * come, then yields, then naps: three ranks share two cores. */
+static int wait_mon(struct streams *s, mrail_request_t *r, mrail_status_t *st,
+		    double until)
+{
+	unsigned idle = 0;
+	double idle_since = 0;
+	for (;;) {
+		monitor(s, 0);
+		int events = mrail_progress(s->e);
+		if (mrail_test(s->e, r, st) == MRAIL_OK)
+			return MRAIL_OK;
+		if (until > 0 && mrail_now() > until)
+			return MRAIL_ERR_TIMEOUT;
+		if (events > 0) {
+			idle = 0;
+			continue;
+		}
+		if (++idle < 64)
+			continue;
+		if (idle == 64)
+			idle_since = mrail_now();
+		if (mrail_now() - idle_since < 200e-6)
+			sched_yield();
+		else
+			usleep(100);
+	}
+}
+
+static void streams_init(struct streams *s, mrail_engine_t *e, uint32_t me)
+{
+	const char *fif = getenv("TEST_FAIL_IF");
+	uint32_t fail_rank = (uint32_t)env_int("TEST_FAIL_RANK", 1);
+
+	memset(s, 0, sizeof *s);
+	s->e = e;
+	s->me = me;
+	s->n = mrail_size(e);
+	s->fail_rail = env_int("TEST_FAIL_RAIL", 1);
+	CHECK(s->n >= 2 && fail_rank < s->n);
+	CHECK(s->ps = calloc(s->n - 1, sizeof *s->ps));
+	for (uint32_t q = 0; q < s->n; q++) {
+		if (q == me)
+			continue;
+		struct pstream *p = &s->ps[s->nps++];
+		struct mrail_rail_info info;
+		p->peer = q;
+		p->watch = me == fail_rank || q == fail_rank;
+		p->nrails = mrail_rail_count(e, q);
+		CHECK(p->nrails > s->fail_rail);
+		for (int k = 0; k < DEPTH; k++) {
+			CHECK(p->sb[k] = malloc(STREAM_LEN));
+			CHECK(p->rb[k] = malloc(STREAM_LEN));
+		}
+		if (!p->watch || !fif)
+			continue;
+		/* The rail the script takes down is this rank's (or the
+		 * peer's) interface TEST_FAIL_IF. */
+		CHECK_RC(mrail_rail_info(e, q, s->fail_rail, &info));
+		const char *ifn = me == fail_rank ? info.local_if : info.remote_if;
+		if (strcmp(ifn, fif)) {
+			fprintf(stderr, "rank %u peer %u: rail %d is on %s, not "
+				"%s\n", me, q, s->fail_rail, ifn, fif);
+			exit(1);
+		}
+	}
+}
+
+static void streams_free(struct streams *s)
+{
+	for (int i = 0; i < s->nps; i++)
+		for (int k = 0; k < DEPTH; k++) {
+			free(s->ps[i].sb[k]);
+			free(s->ps[i].rb[k]);
+		}
+	free(s->ps);
+}
+
+static void post_msg(struct streams *s, struct pstream *p, int m, uint64_t tag)
+{
+	int k = m % DEPTH;
+	CHECK_RC(mrail_irecv(s->e, p->peer, p->rb[k], STREAM_LEN, tag,
+			     MRAIL_TAG_MASK_ALL, &p->rr[k]));
+	words_fill(p->sb[k], STREAM_WORDS, stream_id(s, m, s->me, p->peer));
+	CHECK_RC(mrail_isend(s->e, p->peer, p->sb[k], STREAM_LEN, tag,
+			     &p->sr[k]));
+}
+
+/* Wait for message m both ways with p (no time limit: mrail-run's
+ * --timeout is the limit) and check what arrived. */
+static void finish_msg(struct streams *s, struct pstream *p, int m)
+{
+	int k = m % DEPTH;
+	mrail_status_t s1 = {0}, s2 = {0};
+	CHECK_RC(wait_mon(s, p->rr[k], &s1, 0));
+	CHECK_RC(wait_mon(s, p->sr[k], &s2, 0));
+	p->rr[k] = p->sr[k] = NULL;
+	CHECK_EQ(s1.error, MRAIL_OK);
+	CHECK_EQ(s2.error, MRAIL_OK);
+	CHECK_EQ(s1.length, STREAM_LEN);
+	size_t bad = words_check(p->rb[k], STREAM_WORDS,
+				 stream_id(s, m, p->peer, s->me));
+	if (bad != STREAM_WORDS) {
+		fprintf(stderr, "rank %u: message %d from %u: word %zu wrong\n",
+			s->me, m, p->peer, bad);
+		exit(1);
+	}
+}
+
 /*
- * netlab (tests/multirail/netlab_failover.sh): TEST_STREAM_MIB MiB each
- * way in 16 MiB messages, 4 in flight per way, every one checked; the
- * script takes rail TEST_FAIL_RAIL down (or kills its connection) in the
- * middle. Then every rail must be up again and the failed one must carry
- * payload; the time it came back is printed for the script.
+ * netlab: every rank streams TEST_STREAM_MIB MiB each way with every
+ * other rank in 16 MiB messages, DEPTH in flight per peer and way, every
+ * one checked. The script takes rail TEST_FAIL_RAIL of the host of rank
+ * TEST_FAIL_RANK down (or kills its connections) in the middle. Then:
+ * the counters of that rail show the failure (and the reconnect) on
+ * every pair that used it and no other rail failed; it is up again and
+ * carries payload again with every peer of that host, the wall-clock
+ * times of which are printed for the script.
  */
 static int stream(mrail_engine_t *e, uint32_t me)
 {
-	uint32_t peer = 1 - me;
-	const size_t len = 16u << 20, nw = len / 8;
-	const char *mib = getenv("TEST_STREAM_MIB");
-	const char *fr = getenv("TEST_FAIL_RAIL");
-	int total = (mib ? atoi(mib) : 1024) / 16, fail_rail = fr ? atoi(fr) : 1;
-	int nrails = mrail_rail_count(e, peer);
-	enum { DEPTH = 4 };
-	uint64_t *sb[DEPTH], *rb[DEPTH];
-	mrail_request_t *sr[DEPTH] = {0}, *rr[DEPTH] = {0};
-	struct mrail_rail_stats st;
-	struct mrail_rail_info info;
+	struct streams s;
+	int total = env_int("TEST_STREAM_MIB", 1024) / 16;
+	int expect = getenv("TEST_EXPECT_FAILOVER") != NULL;
 
-	CHECK(nrails > fail_rail);
-	for (int i = 0; i < DEPTH; i++) {
-		CHECK(sb[i] = malloc(len));
-		CHECK(rb[i] = malloc(len));
-	}
+	streams_init(&s, e, me);
 	test_barrier(e);
-	printf("rank %u: streaming %d x 16 MiB each way on %d rails\n", me,
-	       total, nrails);
-	double t0 = mrail_now(), back_at = 0;
-	int seen_down = 0;
-	for (int m = 0; m < total + DEPTH; m++) {
-		int k = m % DEPTH;
-		/* When the rail comes back (to one message's time). */
-		CHECK_RC(mrail_rail_info(e, peer, fail_rail, &info));
-		CHECK_RC(mrail_rail_stats(e, peer, fail_rail, &st));
-		seen_down |= !info.up;
-		if (info.up && (seen_down || st.reconnects > 0) && back_at == 0)
-			back_at = wall_now();
-		if (m >= DEPTH) { /* message m - DEPTH done: check it */
-			mrail_status_t s1, s2;
-			CHECK_RC(mrail_wait(e, rr[k], &s1));
-			CHECK_RC(mrail_wait(e, sr[k], &s2));
-			CHECK_EQ(s1.error, MRAIL_OK);
-			CHECK_EQ(s2.error, MRAIL_OK);
-			CHECK_EQ(s1.length, len);
-			size_t bad = words_check(rb[k], nw, (uint64_t)(m - DEPTH) * 2 + peer);
-			if (bad != nw) {
-				fprintf(stderr, "rank %u: message %d word %zu wrong\n",
-					me, m - DEPTH, bad);
-				exit(1);
+	printf("rank %u: streaming %d x 16 MiB each way with each of %d "
+	       "peer(s)\n", me, total, s.nps);
+	double t0 = mrail_now();
+	for (int m = 0; m < total + DEPTH; m++)
+		for (int i = 0; i < s.nps; i++) {
+			if (m >= DEPTH)
+				finish_msg(&s, &s.ps[i], m - DEPTH);
+			if (m < total)
+				post_msg(&s, &s.ps[i], m, 11);
+		}
+	double t1 = mrail_now();
+	printf("rank %u: %d MiB each way with each of %d peer(s) in %.2f s, "
+	       "checksums ok\n", me, total * 16, s.nps, t1 - t0);
+
+	int bad = 0;
+	for (int i = 0; i < s.nps; i++) {
+		struct pstream *p = &s.ps[i];
+		for (int r = 0; r < p->nrails; r++) {
+			struct mrail_rail_stats st;
+			CHECK_RC(mrail_rail_stats(e, p->peer, r, &st));
+			int failing = p->watch && r == s.fail_rail;
+			printf("rank %u peer %u rail %d%s: failures %llu "
+			       "reconnects %llu retx %llu B down %.2f s\n", me,
+			       p->peer, r, failing ? " (failed)" : "",
+			       (unsigned long long)st.failures,
+			       (unsigned long long)st.reconnects,
+			       (unsigned long long)st.retx_bytes,
+			       st.down_seconds);
+			if (failing && expect && st.failures < 1) {
+				fprintf(stderr, "rank %u peer %u: rail %d: no "
+					"failure counted\n", me, p->peer, r);
+				bad = 1;
+			}
+			if (!failing && st.failures > 0) {
+				fprintf(stderr, "rank %u peer %u: rail %d failed "
+					"too\n", me, p->peer, r);
+				bad = 1;
 			}
 		}
-		if (m >= total)
-			continue;
-		CHECK_RC(mrail_irecv(e, peer, rb[k], len, 11, MRAIL_TAG_MASK_ALL,
-				     &rr[k]));
-		words_fill(sb[k], nw, (uint64_t)m * 2 + me);
-		CHECK_RC(mrail_isend(e, peer, sb[k], len, 11, &sr[k]));
 	}
-	double t1 = mrail_now();
-	CHECK_RC(mrail_rail_stats(e, peer, fail_rail, &st));
-	printf("rank %u: %d MiB each way in %.2f s, checksums ok; rail %d: "
-	       "failures %llu reconnects %llu retx %llu B down %.2f s\n", me,
-	       total * 16, t1 - t0, fail_rail,
-	       (unsigned long long)st.failures,
-	       (unsigned long long)st.reconnects,
-	       (unsigned long long)st.retx_bytes, st.down_seconds);
-	if (getenv("TEST_EXPECT_FAILOVER"))
-		CHECK(st.failures >= 1);
+	if (bad)
+		exit(1);
+
 	/* Back up (the script brings the link up meanwhile), then used. */
 	double until = mrail_now() + 30;
-	int up = 0;
-	while (!up && mrail_now() < until) {
-		CHECK_RC(mrail_rail_info(e, peer, fail_rail, &info));
-		up = info.up;
-		if (!up)
-			mrail_progress(e);
+	for (;;) {
+		monitor(&s, 1);
+		int waiting = 0;
+		for (int i = 0; i < s.nps; i++) {
+			struct mrail_rail_info info;
+			CHECK_RC(mrail_rail_info(e, s.ps[i].peer, s.fail_rail,
+						 &info));
+			waiting |= s.ps[i].watch && !info.up;
+		}
+		if (!waiting)
+			break;
+		if (mrail_now() > until) {
+			fprintf(stderr, "rank %u: rail %d not up again after "
+				"30 s\n", me, s.fail_rail);
+			exit(1);
+		}
+		if (mrail_progress(e) <= 0)
+			usleep(200);
 	}
-	CHECK(up);
-	if (back_at == 0)
-		back_at = wall_now();
-	printf("rank %u: rail %d up at %.3f\n", me, fail_rail, back_at);
 	test_barrier(e);
-	CHECK_RC(mrail_rail_stats(e, peer, fail_rail, &st));
-	uint64_t before = st.tx_bytes + st.rx_bytes;
-	for (int m = 0; m < DEPTH; m++) {
-		CHECK_RC(mrail_irecv(e, peer, rb[m], len, 12, MRAIL_TAG_MASK_ALL,
-				     &rr[m]));
-		CHECK_RC(mrail_isend(e, peer, sb[m], len, 12, &sr[m]));
+	uint64_t *before = calloc(s.n, sizeof *before);
+	CHECK(before);
+	for (int i = 0; i < s.nps; i++) {
+		struct mrail_rail_stats st;
+		CHECK_RC(mrail_rail_stats(e, s.ps[i].peer, s.fail_rail, &st));
+		before[i] = st.tx_bytes + st.rx_bytes;
+		post_msg(&s, &s.ps[i], total, 12);
 	}
-	for (int m = 0; m < DEPTH; m++) {
-		CHECK_RC(mrail_wait(e, rr[m], NULL));
-		CHECK_RC(mrail_wait(e, sr[m], NULL));
+	for (int m = total + 1; m < total + DEPTH; m++)
+		for (int i = 0; i < s.nps; i++)
+			post_msg(&s, &s.ps[i], m, 12);
+	for (int m = total; m < total + DEPTH; m++)
+		for (int i = 0; i < s.nps; i++)
+			finish_msg(&s, &s.ps[i], m);
+	monitor(&s, 1);
+	for (int i = 0; i < s.nps; i++) {
+		struct pstream *p = &s.ps[i];
+		struct mrail_rail_stats st;
+		if (!p->watch)
+			continue;
+		CHECK_RC(mrail_rail_stats(e, p->peer, s.fail_rail, &st));
+		uint64_t moved = st.tx_bytes + st.rx_bytes - before[i];
+		if (expect && st.reconnects < 1) {
+			fprintf(stderr, "rank %u peer %u: rail %d: no reconnect "
+				"counted\n", me, p->peer, s.fail_rail);
+			exit(1);
+		}
+		if (moved == 0 || p->back_at == 0 || p->payload_at == 0) {
+			fprintf(stderr, "rank %u peer %u: rail %d carried nothing "
+				"after coming back (%llu bytes)\n", me, p->peer,
+				s.fail_rail, (unsigned long long)moved);
+			exit(1);
+		}
+		printf("rank %u peer %u: rail %d carries payload again (%llu "
+		       "bytes in the last exchange); up at %.3f, payload at "
+		       "%.3f\n", me, p->peer, s.fail_rail,
+		       (unsigned long long)moved, p->back_at, p->payload_at);
 	}
-	CHECK_RC(mrail_rail_stats(e, peer, fail_rail, &st));
-	CHECK(st.tx_bytes + st.rx_bytes > before);
-	printf("rank %u: rail %d carries payload again (%llu bytes)\n", me,
-	       fail_rail, (unsigned long long)(st.tx_bytes + st.rx_bytes - before));
 	test_barrier(e);
-	for (int i = 0; i < DEPTH; i++) {
-		free(sb[i]);
-		free(rb[i]);
+	free(before);
+	streams_free(&s);
+	return 0;
+}
+
+/* What a rank stuck with its peer knows of the rails (stderr). */
+static void rails_dump(struct streams *s, const struct pstream *p)
+{
+	for (int r = 0; r < p->nrails; r++) {
+		struct mrail_rail_info info;
+		struct mrail_rail_stats st;
+		if (mrail_rail_info(s->e, p->peer, r, &info) ||
+		    mrail_rail_stats(s->e, p->peer, r, &st))
+			continue;
+		fprintf(stderr, "rank %u peer %u rail %d: %s, failures %llu, "
+			"tx %llu B rx %llu B, tx busy %.2f s rx busy %.2f s\n",
+			s->me, p->peer, r, info.state,
+			(unsigned long long)st.failures,
+			(unsigned long long)st.tx_bytes,
+			(unsigned long long)st.rx_bytes, st.tx_busy_seconds,
+			st.rx_busy_seconds);
 	}
+}
+
+/*
+ * netlab, every rail down: the same two-way stream, without end, until
+ * the script takes every rail of one host down. Then each rank's pending
+ * requests must fail with MRAIL_ERR_PEER (or complete, intact) within
+ * MRAIL_RAIL_TIMEOUT plus a margin of the last rail to the peer going
+ * down, never hang; new requests fail at once; main() destroys the
+ * engine. The wall-clock time of the failure is printed for the script.
+ */
+static int stream_alldown(mrail_engine_t *e, uint32_t me)
+{
+	struct streams s;
+	double timeout = 5, margin = 1.5;
+	const char *t = getenv("MRAIL_RAIL_TIMEOUT");
+	if (t)
+		timeout = atof(t);
+
+	streams_init(&s, e, me);
+	CHECK_EQ(s.nps, 1); /* 2 ranks: one peer, which we lose */
+	struct pstream *p = &s.ps[0];
+	test_barrier(e);
+	printf("rank %u: streaming 16 MiB messages each way until every "
+	       "rail is down\n", me);
+	double start = mrail_now(), err_at = 0, err_wall = 0;
+	int m, failed = 0, ok = 0, slot_msg[DEPTH] = {0};
+	double limit = 4 * timeout + 30; /* per wait: no hang */
+	for (m = 0; !err_at; m++) {
+		int k = m % DEPTH;
+		if (mrail_now() - start > 120) {
+			fprintf(stderr, "rank %u: no failure after 120 s\n", me);
+			exit(1);
+		}
+		if (m >= DEPTH) {
+			mrail_status_t s1 = {0}, s2 = {0};
+			int which = wait_mon(&s, p->rr[k], &s1,
+					     mrail_now() + limit) ? 1
+				    : wait_mon(&s, p->sr[k], &s2,
+					       mrail_now() + limit) ? 2 : 0;
+			if (which) {
+				fprintf(stderr, "rank %u: %s of message %d "
+					"pending for %.0f s\n", me,
+					which == 1 ? "receive" : "send",
+					m - DEPTH, limit);
+				rails_dump(&s, p);
+				exit(1);
+			}
+			p->rr[k] = p->sr[k] = NULL;
+			if (s1.error != MRAIL_OK || s2.error != MRAIL_OK) {
+				/* The first failure: the stream ends here. */
+				err_at = mrail_now();
+				err_wall = wall_now();
+				CHECK(s1.error == MRAIL_OK ||
+				      s1.error == MRAIL_ERR_PEER);
+				CHECK(s2.error == MRAIL_OK ||
+				      s2.error == MRAIL_ERR_PEER);
+				failed += (s1.error != MRAIL_OK) +
+					  (s2.error != MRAIL_OK);
+				break;
+			}
+			CHECK_EQ(s1.length, STREAM_LEN);
+			CHECK_EQ(words_check(p->rb[k], STREAM_WORDS,
+					     stream_id(&s, m - DEPTH, p->peer, me)),
+				 STREAM_WORDS);
+			ok++;
+		}
+		slot_msg[k] = m;
+		int rc = mrail_irecv(e, p->peer, p->rb[k], STREAM_LEN, 11,
+				     MRAIL_TAG_MASK_ALL, &p->rr[k]);
+		if (rc == MRAIL_OK) {
+			words_fill(p->sb[k], STREAM_WORDS,
+				   stream_id(&s, m, me, p->peer));
+			rc = mrail_isend(e, p->peer, p->sb[k], STREAM_LEN, 11,
+					 &p->sr[k]);
+		}
+		if (rc != MRAIL_OK) { /* refused: the gate failed already */
+			CHECK_EQ(rc, MRAIL_ERR_PEER);
+			err_at = mrail_now();
+			err_wall = wall_now();
+			failed++;
+		}
+	}
+	/* Whatever is still pending must end, in error or intact, and soon. */
+	double drain_until = err_at + timeout + 10;
+	for (int k = 0; k < DEPTH; k++) {
+		mrail_request_t **rq[2] = {&p->rr[k], &p->sr[k]};
+		for (int j = 0; j < 2; j++) {
+			mrail_status_t st = {0};
+			if (!*rq[j])
+				continue;
+			if (wait_mon(&s, *rq[j], &st, drain_until) != MRAIL_OK) {
+				fprintf(stderr, "rank %u: a request still pending "
+					"%.1f s after the first failure\n", me,
+					mrail_now() - err_at);
+				rails_dump(&s, p);
+				exit(1);
+			}
+			*rq[j] = NULL;
+			if (st.error != MRAIL_OK) {
+				CHECK_EQ(st.error, MRAIL_ERR_PEER);
+				failed++;
+			} else if (j == 0) { /* a receive: all of it, intact */
+				CHECK_EQ(st.length, STREAM_LEN);
+				CHECK_EQ(words_check(p->rb[k], STREAM_WORDS,
+						     stream_id(&s, slot_msg[k],
+							       p->peer, me)),
+					 STREAM_WORDS);
+				ok++;
+			}
+		}
+	}
+	monitor(&s, 1);
+	/* The first error came from the gate failing: MRAIL_RAIL_TIMEOUT
+	 * after its last rail went down (seen by polling: 2 ms late at
+	 * most, unless the gate failed first). */
+	double since = p->all_down_at > 0 ? err_at - p->all_down_at : -1;
+	printf("rank %u: alldown: %d message(s) intact, %d request(s) failed "
+	       "(MRAIL_ERR_PEER) at %.3f, %.2f s after every rail was down "
+	       "(MRAIL_RAIL_TIMEOUT %.1f s)\n", me, ok, failed, err_wall, since,
+	       timeout);
+	CHECK(failed > 0);
+	if (p->all_down_at == 0 || since > timeout + margin) {
+		fprintf(stderr, "rank %u: requests failed %.2f s after every "
+			"rail was down: more than MRAIL_RAIL_TIMEOUT + %.1f s\n",
+			me, since, margin);
+		exit(1);
+	}
+	/* The peer is gone for us: new requests fail at once. */
+	mrail_request_t *r;
+	CHECK_EQ(mrail_isend(e, p->peer, p->sb[0], 1, 4, &r), MRAIL_ERR_PEER);
+	streams_free(&s);
+	printf("rank %u: alldown ok: failed at %.3f\n", me, err_wall);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
+	static const char *const modes[] = {"survive", "alldown", "stream",
+					    "stream-alldown"};
+	int mode = -1;
 	setvbuf(stdout, NULL, _IONBF, 0);
-	if (argc != 2 || (strcmp(argv[1], "survive") && strcmp(argv[1], "alldown") &&
-			  strcmp(argv[1], "stream"))) {
-		fprintf(stderr, "usage: %s survive|alldown|stream\n", argv[0]);
+	for (int i = 0; argc == 2 && i < 4; i++)
+		if (!strcmp(argv[1], modes[i]))
+			mode = i;
+	if (mode < 0) {
+		fprintf(stderr, "usage: %s survive|alldown|stream|"
+			"stream-alldown\n", argv[0]);
 		return 2;
 	}
 	mrail_engine_t *e = test_engine();
-	CHECK_EQ(mrail_size(e), 2);
+	if (mode < 2)
+		CHECK_EQ(mrail_size(e), 2);
 	uint32_t me = mrail_rank(e);
-	int rc = !strcmp(argv[1], "survive") ? survive(e, me)
-		 : !strcmp(argv[1], "alldown") ? alldown(e, me)
-					       : stream(e, me);
+	int rc = mode == 0   ? survive(e, me)
+		 : mode == 1 ? alldown(e, me)
+		 : mode == 2 ? stream(e, me)
+			     : stream_alldown(e, me);
+	double t = mrail_now();
 	CHECK_RC(mrail_engine_destroy(e));
+	if (mode >= 2)
+		printf("rank %u: engine destroyed in %.2f s\n", me,
+		       mrail_now() - t);
 	return rc;
 }

@@ -1,44 +1,79 @@
 #!/usr/bin/env bash
-# Rail failover across real (namespaced) hosts (docs/failover.md): 2 hosts,
-# 2 rails (1000 + 400 Mbit/s), a two-way stream of 16 MiB messages, every
-# one checked (test_failover stream). In the middle, inside host 1:
+# Rail failover across real (namespaced) hosts (docs/failover.md): HOSTS
+# hosts (2), one rank each, one rail per RATE (1000mbit,400mbit); every
+# rank streams MIB MiB (1024) each way with every other rank in 16 MiB
+# messages, every one checked (test_failover stream). In the middle,
+# inside host 1:
 #   linkdown  `ip link set r1 down`, up again 4 s later
-#   kill      `ss -K` on the rail-1 connection
-# The stream must complete intact on rail 0, both ranks' counters must
-# show the failure, and rail 1 must carry payload again, within 5 s of the
-# link coming back. Needs root (network namespaces): exits 77 without.
-#   netlab_failover.sh NETLAB MRAIL_RUN TEST_FAILOVER CASE [MIB]
+#   kill      `ss -K` on host 1's rail-1 connections (one per peer)
+#   alldown   every rail of host 1 down (test_failover stream-alldown;
+#             2 hosts, the stream runs until it fails)
+# linkdown, kill: every stream must complete intact; on every pair with
+# host 1, both ranks count the failure and the reconnect of rail 1 (and
+# no other rail fails, on any pair); rail 1 carries payload again with
+# every peer of host 1 within 5 s of the link coming back (of the kill).
+# alldown: both ranks' pending requests fail (MRAIL_ERR_PEER) within
+# MRAIL_RAIL_TIMEOUT (2 s) + 1.5 s of their last rail going down, and
+# within 2 x 2 s + 6 s of the links going down (finding a dead rail takes
+# up to the timeout, the watchdog's or TCP's, and up to ~4 s for an idle
+# one through keepalive); new requests fail at once; both exit 0.
+# Uses MRAIL_RAIL_TIMEOUT=2 and tcp:user_timeout_ms=2000, and the TCP
+# driver's default keepalive (1 s): the host that lost its links may have
+# nothing to send (rendezvous receives whose requests left, sends waiting
+# for the peer's answer), and neither the engine's send watchdog nor TCP's
+# user timeout (unacknowledged data) then notices (docs/failover.md,
+# "Limits"); the keepalive probes give TCP something unacknowledged.
+# FAILOVER_DRIVER_PARAMS overrides the driver parameters. Needs root (network namespaces): exits
+# 77 without.
+#   netlab_failover.sh NETLAB MRAIL_RUN TEST_FAILOVER CASE [MIB [HOSTS [RATES]]]
 set -uo pipefail
-netlab=$1 mrail_run=$2 prog=$3 case=$4 mib=${5:-1024}
+netlab=$1 mrail_run=$2 prog=$3 case=$4 mib=${5:-1024} hosts=${6:-2}
+rates=${7:-1000mbit,400mbit}
 [ "$(id -u)" -eq 0 ] || { echo "needs root (network namespaces)"; exit 77; }
 command -v ss >/dev/null || { echo "no ss: skipped"; exit 77; }
+nrails=$(awk -F, '{print NF}' <<<"$rates")
+fail() { echo "FAIL ($case, $hosts hosts): $*"; exit 1; }
+case $case in
+linkdown | kill) mode=stream ;;
+alldown) mode=stream-alldown
+  [ "$hosts" -eq 2 ] || fail "alldown takes 2 hosts" ;;
+*) fail "unknown case" ;;
+esac
+[ "$hosts" -ge 2 ] && [ "$nrails" -ge 2 ] || fail "needs 2 hosts and 2 rails at least"
+timeout_s=2
+params=tcp:user_timeout_ms=2000
+params=${FAILOVER_DRIVER_PARAMS:-$params}
 prefix="fo$$"
-fail() { echo "FAIL ($case): $*"; exit 1; }
+start=$(date +%s.%N)
 
-NETLAB_TEST=1 "$netlab" up --hosts 2 --rails 1000mbit,400mbit --prefix "$prefix" \
+NETLAB_TEST=1 "$netlab" up --hosts "$hosts" --rails "$rates" --prefix "$prefix" \
   --base auto >/tmp/$prefix.up 2>&1
 rc=$?
 if [ $rc -ne 0 ]; then cat /tmp/$prefix.up; rm -f /tmp/$prefix.up; exit $rc; fi
 tmp=$(mktemp -d)
-trap 'kill $job 2>/dev/null; "$netlab" down --prefix "$prefix" >/dev/null 2>&1; rm -rf /tmp/$prefix.up "$tmp"' EXIT
+job=""
+trap '[ -n "$job" ] && kill $job 2>/dev/null; "$netlab" down --prefix "$prefix" >/dev/null 2>&1; rm -rf /tmp/$prefix.up "$tmp"' EXIT
 h0_mgmt=$("$netlab" addr --prefix "$prefix" h0 mgmt)
-h0_r1=$("$netlab" addr --prefix "$prefix" h0 r1)
 root_mgmt="${h0_mgmt%.*}.254"
+host_list=$(seq -s, -f "$prefix-h%g" 0 $((hosts - 1)))
+rail_list=$(seq -s, -f "r%g" 0 $((nrails - 1)))
 in_h1() { ip netns exec "$prefix-h1" "$@"; }
+since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a - b }'; }
 
-"$mrail_run" -n 2 --hosts "$prefix-h0,$prefix-h1" --wrap 'ip netns exec {host}' \
-  --bind "$root_mgmt" --timeout 300 \
-  -x MRAIL_RAILS=r0,r1 -x MRAIL_RAIL_TIMEOUT=2 \
-  -x MRAIL_DRIVER_PARAMS=tcp:user_timeout_ms=2000 \
-  -x TEST_STREAM_MIB="$mib" -x TEST_FAIL_RAIL=1 -x TEST_EXPECT_FAILOVER=1 \
-  "$prog" stream >"$tmp/out" 2>&1 &
+"$mrail_run" -n "$hosts" --hosts "$host_list" --wrap 'ip netns exec {host}' \
+  --bind "$root_mgmt" --timeout $([ $mode = stream ] && echo 280 || echo 120) \
+  -x MRAIL_RAILS="$rail_list" -x MRAIL_RAIL_TIMEOUT=$timeout_s \
+  -x MRAIL_DRIVER_PARAMS="$params" \
+  -x TEST_STREAM_MIB="$mib" -x TEST_FAIL_RANK=1 -x TEST_FAIL_RAIL=1 \
+  -x TEST_FAIL_IF=r1 -x TEST_EXPECT_FAILOVER=1 \
+  "$prog" $mode >"$tmp/out" 2>&1 &
 job=$!
 for _ in $(seq 600); do
-  grep -q streaming "$tmp/out" && break
+  [ "$(grep -c streaming "$tmp/out")" = "$hosts" ] && break
   kill -0 $job 2>/dev/null || break
   sleep 0.1
 done
-grep -q streaming "$tmp/out" || { cat "$tmp/out"; fail "the job did not start"; }
+[ "$(grep -c streaming "$tmp/out")" = "$hosts" ] || { cat "$tmp/out"; fail "the job did not start"; }
 sleep 2
 case $case in
 linkdown)
@@ -49,20 +84,48 @@ linkdown)
   t_up=$(date +%s.%N)
   echo "r1 up in h1 at $t_up" ;;
 kill)
-  in_h1 ss -K dst "$h0_r1" >"$tmp/ss" 2>&1 || { cat "$tmp/ss"; echo "ss -K refused: skipped"; exit 77; }
-  grep -q "$h0_r1" "$tmp/ss" || { cat "$tmp/ss"; echo "ss -K killed nothing (no INET_DIAG_DESTROY?): skipped"; exit 77; }
+  h1_r1=$("$netlab" addr --prefix "$prefix" h1 r1)
+  in_h1 ss -K src "$h1_r1" >"$tmp/ss" 2>&1 || { cat "$tmp/ss"; echo "ss -K refused: skipped"; exit 77; }
   t_up=$(date +%s.%N)
-  echo "rail-1 connection killed in h1 at $t_up" ;;
-*) fail "unknown case" ;;
+  cat "$tmp/ss"
+  for h in $(seq 0 $((hosts - 1))); do
+    [ "$h" = 1 ] && continue
+    a=$("$netlab" addr --prefix "$prefix" "h$h" r1)
+    grep -qF "$a:" "$tmp/ss" ||
+      { echo "ss -K killed no connection to $a (no INET_DIAG_DESTROY?): skipped"; exit 77; }
+  done
+  echo "rail-1 connections killed in h1 at $t_up" ;;
+alldown)
+  for r in $(seq 0 $((nrails - 1))); do
+    in_h1 ip link set "r$r" down || fail "ip link set r$r down"
+  done
+  t_down=$(date +%s.%N)
+  echo "every rail down in h1 at $t_down" ;;
 esac
 wait $job
 rc=$?
-grep -E "rank|warn|error|FAIL|check" "$tmp/out" | cut -c1-200 | head -40
+job=""
+grep -E "rank|warn|error|FAIL|check|mrail-run" "$tmp/out" | cut -c1-200 | head -60
 [ $rc -eq 0 ] || fail "job exit $rc"
-[ "$(grep -c 'checksums ok' "$tmp/out")" = 2 ] || fail "stream not intact on both ranks"
-[ "$(grep -c 'carries payload again' "$tmp/out")" = 2 ] || fail "rail 1 not used again"
-for t in $(sed -n 's/.*rail 1 up at \([0-9.]*\).*/\1/p' "$tmp/out"); do
-  awk -v a="$t" -v b="$t_up" 'BEGIN { exit !(a - b <= 5) }' ||
-    fail "rail 1 came back $(awk -v a="$t" -v b="$t_up" 'BEGIN { print a - b }') s after the link"
-done
-echo "ok: $case: stream intact, failover counted, rail 1 back within 5 s"
+if [ $mode = stream ]; then
+  [ "$(grep -c 'checksums ok' "$tmp/out")" = "$hosts" ] || fail "streams not intact on every rank"
+  # Both ranks of each of host 1's pairs.
+  pairs=$((2 * (hosts - 1)))
+  [ "$(grep -c 'carries payload again' "$tmp/out")" = $pairs ] ||
+    fail "rail 1 not used again on all $pairs sides of host 1's pairs"
+  for t in $(sed -n 's/.*payload at \([0-9.]*\).*/\1/p' "$tmp/out"); do
+    awk -v a="$t" -v b="$t_up" 'BEGIN { exit !(a - b <= 5) }' ||
+      fail "rail 1 carried payload again $(since "$t" "$t_up") s after the link came back"
+  done
+  echo "ok: $case, $hosts hosts, $nrails rails: streams intact, failover counted," \
+       "rail 1 back with payload within 5 s; $(since "$(date +%s.%N)" "$start") s"
+else
+  [ "$(grep -c 'alldown ok' "$tmp/out")" = "$hosts" ] || fail "not every rank saw its requests fail"
+  for t in $(sed -n 's/.*alldown ok: failed at \([0-9.]*\).*/\1/p' "$tmp/out"); do
+    awk -v a="$t" -v b="$t_down" -v m=$((2 * timeout_s + 6)) 'BEGIN { exit !(a - b <= m) }' ||
+      fail "requests failed $(since "$t" "$t_down") s after the links went down"
+    echo "requests failed $(since "$t" "$t_down") s after the links went down"
+  done
+  echo "ok: alldown, $hosts hosts, $nrails rails: requests failed in time, clean exit;" \
+       "$(since "$(date +%s.%N)" "$start") s"
+fi
