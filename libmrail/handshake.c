@@ -310,10 +310,12 @@ void handshake_expire(struct mrail_engine *e)
 				     ? "its peer was never added"
 				     : "no valid HELLO in time");
 	}
-	/* Eager: an idle gate waits for the peer's connection too. */
-	uint32_t n;
-	struct gate **gates = e->lazy_connect ? gate_active(e, &n)
-					      : (n = e->ngates, e->gates);
+	/* Lazy: only gates that started connecting have a deadline. Eager:
+	 * an idle gate waits for the peer's connection too. */
+	uint32_t n = e->ngates;
+	struct gate **gates = e->gates;
+	if (e->lazy_connect)
+		gates = gate_active(e, &n);
 	for (uint32_t i = 0; i < n; i++) {
 		struct gate *g = gates[i];
 		int waiting = g->state == GATE_CONNECTING ||
