@@ -8,6 +8,9 @@
  *
  *   mrail-run -n 2 mrail-predict [--sizes 40] [--min-size 1K]
  *                                [--max-size 32M] [--seed N] [--seconds S]
+ *
+ * Exit status: 0 targets met, 1 not met (or a rail without a profile),
+ * 2 bad options, 3 the measurement itself failed.
  */
 #include "sampler/identity.h"
 #include "sampler/predict.h"
@@ -22,9 +25,12 @@
 
 #define EAGER_LIMIT (512u << 10)
 
+/* Exit 3, not sample_die's 1: 1 is the verdict "targets not met", and a
+ * caller must not take a failed measurement for it. */
 static void die(const char *what, int rc)
 {
-	sample_die("mrail-predict", what, rc);
+	fprintf(stderr, "mrail-predict: %s: %s\n", what, mrail_strerror(rc));
+	exit(3);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -110,6 +116,8 @@ int main(int argc, char **argv)
 	uint32_t me = mrail_rank(probe);
 	int nrails = mrail_rail_count(probe, 1 - me);
 	mrail_engine_destroy(probe);
+	if (nrails <= 0)
+		die("rails to the peer", nrails ? nrails : MRAIL_ERR_NOT_FOUND);
 	void *buf = calloc(1, o.max_size);
 	double *err = calloc(nsizes, sizeof *err);
 	int verdict = 0;

@@ -3,7 +3,8 @@
 #   test_netlab.sh CASE NETLAB NETLAB_STREAM      CASE: 2x2, 3x3 or errors
 # Exits 77 (skipped) without root or without `ip netns`. Every lab gets a
 # prefix of its own and a free --base, and is removed on exit. No tight
-# timing: the one rate check allows +-15 %.
+# timing: the one rate check fails above +15 % of the shaped rate, and below
+# it only after three tries at under half of it.
 set -u -o pipefail
 
 CASE=$1 NETLAB=$2
@@ -80,11 +81,21 @@ case $CASE in
 
 	# Shaping of the 400 Mbit/s rail (one stream, 2 s) and its counters.
 	rx0=$(counter h1 r1 rx) tx0=$(counter h0 r1 tx)
-	out=$(nl rates --rail 1 --seconds 2 --runs 1) || fail "rates"
-	echo "$out"
-	ratio=$(awk '$1 == "1" && $2 == "r1" { print $7 }' <<<"$out")
-	awk -v r="$ratio" 'BEGIN { exit !(r >= 0.85 && r <= 1.15) }' ||
-		fail "rail 1 (400mbit) measured at $ratio of its rate, not within 15 %"
+	# Above the rate means shaping is not applied: a failure whatever the
+	# load. Below it is what a busy machine does to one 2 s stream (CI saw
+	# 0.78 at load average 8), so up to three tries, then only an order of
+	# magnitude (a wrong unit, a missing qdisc) is called wrong.
+	for try in 1 2 3; do
+		out=$(nl rates --rail 1 --seconds 2 --runs 1) || fail "rates"
+		echo "$out"
+		ratio=$(awk '$1 == "1" && $2 == "r1" { print $7 }' <<<"$out")
+		awk -v r="$ratio" 'BEGIN { exit !(r > 0 && r <= 1.15) }' ||
+			fail "rail 1 (400mbit) measured at '$ratio' of its rate: not shaped"
+		awk -v r="$ratio" 'BEGIN { exit !(r >= 0.85) }' && break
+		echo "rail 1 at $ratio of its rate (try $try): the machine is busy, measuring again"
+	done
+	awk -v r="$ratio" 'BEGIN { exit !(r >= 0.5) }' ||
+		fail "rail 1 (400mbit) measured at $ratio of its rate in 3 tries, below half"
 	ok "rail 1 shaped: $ratio of 400 Mbit/s"
 	rx1=$(counter h1 r1 rx) tx1=$(counter h0 r1 tx)
 	[ $((rx1 - rx0)) -gt 10000000 ] && [ $((tx1 - tx0)) -gt 10000000 ] ||

@@ -7,8 +7,9 @@
 #   sample_test.sh netlab MRAIL_RUN MRAIL_SAMPLE NETLAB
 #       two rails shaped to 1000 and 400 Mbit/s between two namespaced
 #       hosts (root only, else 77): each rail's asymptotic bandwidth is
-#       within 10 % of its shaped rate, and the two profiles differ as
-#       the rates do.
+#       not above its shaped rate and within 10 % of it (below: three
+#       tries, then at least half), and the two profiles differ as the
+#       rates do.
 set -uo pipefail
 mode=$1 mrun=$2 sample=$3
 tmp=$(mktemp -d)
@@ -42,6 +43,7 @@ if [ "$mode" = loopback ]; then
     "$predict" --sizes 4 --min-size 1024 --max-size 65536 --seconds 0.01 \
     >"$tmp/out" 2>&1
   rc=$?
+  # 1 is the verdict "targets not met"; 2 and 3 are errors.
   [ $rc -le 1 ] || fail "mrail-predict exited $rc"
   n=$(grep -c "median |error|" "$tmp/out")
   [ "$n" -eq 2 ] || fail "mrail-predict compared $n rails, expected 2"
@@ -76,17 +78,23 @@ sample_once() {
   bw1=$(awk '$1 == "1" && $3 ~ /^r1(@|$)/ {print $5}' "$tmp/out")
   [ -n "$bw0" ] && [ -n "$bw1" ] || fail "no summary rows for r0 and r1"
 }
-# Shaped rates in MB/s of payload: 1000 and 400 Mbit/s.
+# Shaped rates in MB/s of payload: 1000 and 400 Mbit/s. Above the rate
+# is a wrong measurement whatever the load; below it is what a busy
+# machine does (CI runs this beside other tests on 2 CPUs), so up to
+# three samplings, then only an order of magnitude is called wrong.
 within() { awk -v b="$1" -v r="$2" 'BEGIN { exit !(b > 0.9 * r && b < 1.1 * r) }'; }
-sample_once
-# A measurement, not a computation: on a machine busy with something else
-# the rates can sag, so one more try before calling it wrong.
-if ! within "$bw0" 125 || ! within "$bw1" 50; then
-  echo "out of tolerance (r0 $bw0, r1 $bw1 MB/s): sampling again"
+above() { awk -v b="$1" -v r="$2" 'BEGIN { exit !(b >= 1.1 * r) }'; }
+for try in 1 2 3; do
   sample_once
-fi
-within "$bw0" 125 || fail "r0 bandwidth $bw0 MB/s not within 10 % of 125 MB/s"
-within "$bw1" 50 || fail "r1 bandwidth $bw1 MB/s not within 10 % of 50 MB/s"
-awk -v a="$bw0" -v b="$bw1" 'BEGIN { r = a / b; exit !(r > 2.0 && r < 3.0) }' ||
-  fail "r0/r1 bandwidth ratio $bw0/$bw1 is not about 2.5"
+  above "$bw0" 125 && fail "r0 bandwidth $bw0 MB/s above its shaped 125 MB/s"
+  above "$bw1" 50 && fail "r1 bandwidth $bw1 MB/s above its shaped 50 MB/s"
+  within "$bw0" 125 && within "$bw1" 50 && break
+  echo "out of tolerance (r0 $bw0, r1 $bw1 MB/s, try $try): sampling again"
+done
+awk -v b="$bw0" 'BEGIN { exit !(b > 0.5 * 125) }' ||
+  fail "r0 bandwidth $bw0 MB/s below half of 125 MB/s in 3 tries"
+awk -v b="$bw1" 'BEGIN { exit !(b > 0.5 * 50) }' ||
+  fail "r1 bandwidth $bw1 MB/s below half of 50 MB/s in 3 tries"
+awk -v a="$bw0" -v b="$bw1" 'BEGIN { exit !(a > 1.5 * b) }' ||
+  fail "r0/r1 bandwidth $bw0/$bw1: the 1000 Mbit/s rail is not clearly faster"
 echo "netlab: r0 $bw0 MB/s (shaped 125), r1 $bw1 MB/s (shaped 50)"
