@@ -29,6 +29,15 @@ struct mrail_bootstrap_ops {
 		   const void *val, size_t len);
 	/* Wait until every rank has called fence (collective). */
 	int (*fence)(struct mrail_bootstrap *bs);
+	/* Optional (NULL: fence() alone): fence(), calling idle(arg, fd)
+	 * again and again while it waits; fd becomes readable when the
+	 * fence may have completed (-1: none). idle() may sleep in poll()
+	 * on fd and descriptors of its own. For the caller's protocol to
+	 * go on meanwhile: a rank still finishing its part (waiting for an
+	 * acknowledgement, a reconnection handshake) must not be stalled
+	 * by one already in the fence. */
+	int (*fence_idle)(struct mrail_bootstrap *bs,
+			  void (*idle)(void *arg, int fd), void *arg);
 	/* Read a key published before the last fence; *len: capacity in,
 	 * length out. MRAIL_ERR_NOT_FOUND if absent. */
 	int (*get)(struct mrail_bootstrap *bs, const char *key, void *val,

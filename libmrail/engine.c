@@ -188,6 +188,33 @@ static int bootstrap_exchange(struct mrail_engine *e,
 	return rc;
 }
 
+/*
+ * The final fence's wait: progress, so that a peer still finishing its
+ * own creation gets what it waits for from this rank (acknowledgements of
+ * its last in-band sends, the handshake of a rail reconnecting after a
+ * failure) instead of waiting for a rank that waits for it. Sleeps on the
+ * rails and the fence's fd: long when no gate is active (nothing but a
+ * socket event can need us), the usual idle wait otherwise (timers).
+ */
+static void fence_idle(void *arg, int fd)
+{
+	struct mrail_engine *e = arg;
+	if (engine_progress(e) > 0)
+		return;
+	handshake_expire(e);
+	uint32_t nactive;
+	gate_active(e, &nactive);
+	engine_idle_wait_fd(e, fd, nactive ? e->idle_wait_max_ms : 100);
+}
+
+static int final_fence(struct mrail_engine *e,
+		       const struct mrail_bootstrap_ops *bo,
+		       struct mrail_bootstrap *bs)
+{
+	return bo->fence_idle ? bo->fence_idle(bs, fence_idle, e)
+			      : bo->fence(bs);
+}
+
 static int bootstrap_wireup(struct mrail_engine *e,
 			    const struct mrail_bootstrap_ops *bo)
 {
@@ -229,7 +256,7 @@ static int bootstrap_wireup(struct mrail_engine *e,
 	/* Creation is collective: return only when every rank is connected,
 	 * so that a rank that creates and at once destroys an engine cannot
 	 * close it under a peer still wiring up. */
-	rc = bo->fence(bs);
+	rc = final_fence(e, bo, bs);
 	double t4 = mrail_now();
 	if (!rc)
 		inband_fetch(e, bo, bs);

@@ -181,6 +181,8 @@ int progress_thread_start(struct mrail_engine *e);
 void progress_thread_ask_stop(struct mrail_engine *e);
 void progress_thread_join(struct mrail_engine *e);
 void engine_idle_wait(struct mrail_engine *e, int timeout_ms);
+/* The same, also woken by extra_fd readable (-1: none). */
+void engine_idle_wait_fd(struct mrail_engine *e, int extra_fd, int timeout_ms);
 /* How long a waiting call may sleep between progress rounds: 1 ms, more
  * when this host runs more ranks than it has cores (docs/scale.md). */
 void engine_set_idle_wait(struct mrail_engine *e, uint32_t local_ranks);

@@ -26,11 +26,18 @@ int engine_progress(struct mrail_engine *e)
 /* Sleep until a driver has something or timeout_ms passes (lock not held). */
 void engine_idle_wait(struct mrail_engine *e, int timeout_ms)
 {
-	struct pollfd p[MRAIL_MAX_DRIVERS + 1];
+	engine_idle_wait_fd(e, -1, timeout_ms);
+}
+
+void engine_idle_wait_fd(struct mrail_engine *e, int extra_fd, int timeout_ms)
+{
+	struct pollfd p[MRAIL_MAX_DRIVERS + 2];
 	int fds[MRAIL_MAX_DRIVERS];
 	unsigned n = drivers_wait_fds(e, fds, MRAIL_MAX_DRIVERS);
 	for (unsigned i = 0; i < n; i++)
 		p[i] = (struct pollfd){fds[i], POLLIN, 0};
+	if (extra_fd >= 0)
+		p[n++] = (struct pollfd){extra_fd, POLLIN, 0};
 	/* Offload workers complete sends without any fd becoming ready. */
 	struct offload *o = e->offload;
 	int ofd = o ? offload_sleep_begin(o) : -1;

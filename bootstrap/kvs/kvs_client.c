@@ -520,6 +520,38 @@ static int kvs_fence(struct mrail_bootstrap *bs)
 	return MRAIL_OK;
 }
 
+/* The fence's request, then idle() until its answer is readable. */
+static int kvs_fence_idle(struct mrail_bootstrap *bs,
+			  void (*idle)(void *arg, int fd), void *arg)
+{
+	static const char what[] = "waiting in a fence for all ranks";
+	struct mrail_kvs_header reply;
+	double deadline = deadline_of(bs);
+	int rc;
+
+	if ((rc = check_usable(bs)))
+		return rc;
+	if ((rc = send_frame(bs, MRAIL_KVS_FENCE, NULL, 0, deadline)))
+		return fail(bs, rc, what);
+	for (;;) {
+		struct pollfd p = {.fd = bs->fd, .events = POLLIN};
+		int n = poll(&p, 1, 0);
+		if (n > 0)
+			break;
+		if (n < 0 && errno != EINTR)
+			return fail(bs, MRAIL_ERR_IO, what);
+		if (mrail_now() >= deadline)
+			return fail(bs, MRAIL_ERR_TIMEOUT, what);
+		idle(arg, bs->fd);
+	}
+	/* The answer has begun: the rest of it follows at once. */
+	if ((rc = recv_frame_into(bs, &reply, deadline)))
+		return rc == MRAIL_ERR_PROTO ? rc : fail(bs, rc, what);
+	if (reply.type != MRAIL_KVS_OK)
+		return unexpected(bs, &reply, "waiting in a fence");
+	return MRAIL_OK;
+}
+
 static int kvs_get(struct mrail_bootstrap *bs, const char *key, void *val,
 		   size_t *len)
 {
@@ -682,6 +714,7 @@ const struct mrail_bootstrap_ops mrail_kvs_bootstrap_ops = {
 	.size = kvs_size,
 	.put = kvs_put,
 	.fence = kvs_fence,
+	.fence_idle = kvs_fence_idle,
 	.get = kvs_get,
 	.get_many = kvs_get_many,
 	.local_rank = kvs_local_rank,

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
@@ -385,7 +386,55 @@ static int fence_failed(int rc)
 	return rc;
 }
 
-static int pmix_fence(struct mrail_bootstrap *bs)
+/* PMIx_Fence_nb's completion, from PMIx's progress thread. */
+struct fence_wait {
+	pthread_mutex_t lock;
+	bool done;
+	pmix_status_t status;
+	int fd; /* written when done: wakes the waiting idle() */
+};
+
+static void fence_done(pmix_status_t status, void *cbdata)
+{
+	struct fence_wait *w = cbdata;
+	uint64_t one = 1;
+	pthread_mutex_lock(&w->lock);
+	w->status = status;
+	w->done = true;
+	pthread_mutex_unlock(&w->lock);
+	if (write(w->fd, &one, sizeof one) < 0)
+		mrail_debug("pmix bootstrap: fence wake-up: %s", strerror(errno));
+}
+
+/* PMIx_Fence_nb, then idle() until its callback ran. */
+static pmix_status_t fence_nb(pmix_proc_t *all, pmix_info_t *info,
+			      size_t ninfo, void (*idle)(void *arg, int fd),
+			      void *arg)
+{
+	struct fence_wait w = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	w.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w.fd < 0) /* no way to be woken: wait the plain way */
+		return PMIx_Fence(all, 1, info, ninfo);
+	pmix_status_t prc = PMIx_Fence_nb(all, 1, info, ninfo, fence_done, &w);
+	if (prc == PMIX_OPERATION_SUCCEEDED) { /* done at once, no callback */
+		close(w.fd);
+		return PMIX_SUCCESS;
+	}
+	for (bool done = prc != PMIX_SUCCESS; !done;) {
+		pthread_mutex_lock(&w.lock);
+		done = w.done;
+		pthread_mutex_unlock(&w.lock);
+		if (!done)
+			idle(arg, w.fd);
+	}
+	if (prc == PMIX_SUCCESS)
+		prc = w.status;
+	close(w.fd);
+	return prc;
+}
+
+static int fence(struct mrail_bootstrap *bs, void (*idle)(void *arg, int fd),
+		 void *arg)
 {
 	char pkey[PMIX_MAX_KEYLEN + 1];
 	pmix_proc_t all;
@@ -428,7 +477,8 @@ static int pmix_fence(struct mrail_bootstrap *bs)
 		PMIX_INFO_LOAD(&info[ninfo++], PMIX_TIMEOUT, &bs->timeout,
 			       PMIX_INT);
 	PMIX_LOAD_PROCID(&all, bs->me.nspace, PMIX_RANK_WILDCARD);
-	prc = PMIx_Fence(&all, 1, info, ninfo);
+	prc = idle ? fence_nb(&all, info, ninfo, idle, arg)
+		   : PMIx_Fence(&all, 1, info, ninfo);
 	for (size_t i = 0; i < ninfo; i++)
 		PMIX_INFO_DESTRUCT(&info[i]);
 	if (prc == PMIX_ERR_TIMEOUT) {
@@ -445,6 +495,17 @@ static int pmix_fence(struct mrail_bootstrap *bs)
 	session.epoch = epoch;
 	pthread_mutex_unlock(&session.lock);
 	return MRAIL_OK;
+}
+
+static int pmix_fence(struct mrail_bootstrap *bs)
+{
+	return fence(bs, NULL, NULL);
+}
+
+static int pmix_fence_idle(struct mrail_bootstrap *bs,
+			   void (*idle)(void *arg, int fd), void *arg)
+{
+	return fence(bs, idle, arg);
 }
 
 /* The rank a key such as "mrail.addr.12" names, or UINT32_MAX. */
@@ -544,6 +605,7 @@ const struct mrail_bootstrap_ops mrail_pmix_bootstrap_ops = {
 	.size = pmix_size,
 	.put = pmix_put,
 	.fence = pmix_fence,
+	.fence_idle = pmix_fence_idle,
 	.get = pmix_get,
 	.local_rank = pmix_local_rank,
 	.local_size = pmix_local_size,
