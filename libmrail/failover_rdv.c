@@ -99,9 +99,9 @@ void rdv_replan(struct mrail_engine *e, struct gate *g)
 {
 	struct send_op *ops[MRAIL_MAX_RAILS] = {0};
 	struct mrail_list *pos;
-	int rc = MRAIL_OK;
+	int rc = MRAIL_OK, all_down = 0;
 
-	for (pos = g->rdv.next; pos != &g->rdv && rc == MRAIL_OK;
+	for (pos = g->rdv.next; pos != &g->rdv && rc == MRAIL_OK && !all_down;
 	     pos = pos->next) {
 		struct mrail_request *r =
 			mrail_list_entry(pos, struct mrail_request, gate_link);
@@ -114,8 +114,10 @@ void rdv_replan(struct mrail_engine *e, struct gate *g)
 				continue;
 			struct rail *dead = g->rails[rg->rail];
 			struct rail *s = failover_survivor(g, NULL);
-			if (!s)
-				return; /* every rail down: the gate times out */
+			if (!s) { /* every rail down: the gate times out */
+				all_down = 1;
+				break;
+			}
 			uint64_t off = rg->off, len = rg->len;
 			if (rg->kind == RANGE_TWO_SIDED) {
 				off += rg->got;
@@ -135,11 +137,13 @@ void rdv_replan(struct mrail_engine *e, struct gate *g)
 		}
 	}
 	for (unsigned i = 0; i < g->nrails; i++) {
+		int prc = MRAIL_ERR_INVALID;
 		if (!ops[i])
 			continue;
-		if (rc == MRAIL_OK)
-			rc = rail_post_packet(e, g->rails[i], ops[i]);
-		else
+		if (rc == MRAIL_OK && !all_down)
+			rc = prc = rail_post_packet(e, g->rails[i], ops[i]);
+		/* Not posted (or the post failed): the packet is still ours. */
+		if (prc != MRAIL_OK)
 			packet_put(e, ops[i]);
 	}
 	if (rc != MRAIL_OK)
