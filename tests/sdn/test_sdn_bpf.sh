@@ -65,6 +65,9 @@ perm=$(stat -c '%A %G' "$B/$P-h0")
 [ "$(stat -c %A "$B/$P-h0/egress")" = "-rw-------" ] || fail "programs not root-only"
 ok "loaded on both rails; tag map rw for group nogroup, programs root-only"
 
+# Segments h0 sent again (lost under load): the capture sees them twice.
+retrans() { ip netns exec "$P-h0" nstat -saz TcpRetransSegs | awk '/^TcpRetransSegs/ { print $2 }'; }
+re0=$(retrans)
 ip netns exec "$P-h1" "$CAPTURE" r0 >"$T/cap" &
 CP=$!
 for _ in $(seq 50); do grep -q capturing "$T/cap" && break; sleep 0.1; done
@@ -89,11 +92,14 @@ CP=
 cat "$T/cap"
 
 grep -q "^dropped 0$" "$T/cap" || fail "the capture dropped frames: inconclusive"
+# At most one MTU of payload per retransmitted segment (veth MTU 1500).
+slack=$(( ($(retrans) - re0) * 1500 ))
+[ "$slack" = 0 ] || echo "h0 retransmitted $((slack / 1500)) segment(s): up to $slack bytes counted twice"
 tagged=0
 while read -r _ prim cid sent; do
 	line=$(grep "^tcp tag $prim $cid 0 1 " "$T/cap") || fail "no $prim bytes tagged (comm $cid, 0 -> 1)"
 	got=$(awk '{ print $10 }' <<<"$line")
-	max=$((sent + sent / 100 + 8192))
+	max=$((sent + sent / 100 + 8192 + slack))
 	[ "$got" -ge "$sent" ] && [ "$got" -le "$max" ] ||
 		fail "$prim: $got bytes under its tag, $sent sent (mislabeled bytes?)"
 	tagged=$((tagged + got))
@@ -103,7 +109,7 @@ n=$(grep -c "^tcp tag " "$T/cap")
 [ "$n" = 4 ] || fail "$n tag classes captured, 4 expected"
 plain=$(awk '/^tcp plain/ { print $6 }' "$T/cap")
 [ "$plain" -ge 1000000 ] || fail "the plain stream is not untagged ($plain plain bytes)"
-[ $(( (plain - 1000000) * 100 )) -le "$tagged" ] ||
+[ $(( (plain - 1000000 - slack) * 100 )) -le "$tagged" ] ||
 	fail "$((plain - 1000000)) MPI bytes untagged (>= 1% of $tagged)"
 ok "MPI bytes tagged: $tagged; untagged beyond the 1 MB plain stream: $((plain - 1000000))"
 
