@@ -1,6 +1,7 @@
 #include "rails/netaddr.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,15 @@ int mrail_netaddr_is_loopback(const struct mrail_netif_addr *a)
 	if (a->family == 4)
 		return a->addr[0] == 127;
 	return a->family == 6 && !memcmp(a->addr, v6_loopback, 16);
+}
+
+int mrail_sockaddr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr)
+			>> 24) == 127;
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 }
 
 int mrail_netaddr_is_private(const struct mrail_netif_addr *a)

@@ -9,6 +9,7 @@
 #include "rails/netif.h"
 
 #include <stddef.h>
+#include <sys/socket.h>
 
 /* Family 4 or 6 and a prefix length that fits it. Peer tables come from
  * the network, so selection checks this before trusting an address. */
@@ -29,6 +30,8 @@ int mrail_netaddr_prefix_equal(const struct mrail_netif_addr *a,
 
 /* 127/8 and ::1. */
 int mrail_netaddr_is_loopback(const struct mrail_netif_addr *a);
+/* The same for a socket address (not AF_INET or AF_INET6: 0). */
+int mrail_sockaddr_is_loopback(const struct sockaddr *sa);
 
 /*
  * Private IPv4: RFC 1918 (10/8, 172.16/12, 192.168/16) and the IPv4

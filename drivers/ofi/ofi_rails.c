@@ -6,6 +6,7 @@
  * its pre-posted head buffers).
  */
 #include "drivers/ofi/ofi_internal.h"
+#include "rails/netaddr.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/params.h"
@@ -165,17 +166,10 @@ static bool in_csv(const char *list, const char *name)
 
 static bool loopback_addr(const struct fi_info *fi)
 {
-	if (!fi->src_addr)
+	if (!fi->src_addr || (fi->addr_format != FI_SOCKADDR_IN &&
+			      fi->addr_format != FI_SOCKADDR_IN6))
 		return false;
-	if (fi->addr_format == FI_SOCKADDR_IN) {
-		const struct sockaddr_in *s = fi->src_addr;
-		return (ntohl(s->sin_addr.s_addr) >> 24) == 127;
-	}
-	if (fi->addr_format == FI_SOCKADDR_IN6) {
-		const struct sockaddr_in6 *s = fi->src_addr;
-		return IN6_IS_ADDR_LOOPBACK(&s->sin6_addr);
-	}
-	return false;
+	return mrail_sockaddr_is_loopback(fi->src_addr);
 }
 
 static struct fi_info *make_hints(const char *provider, bool rma,

@@ -12,6 +12,7 @@
  *  12  address: 4 bytes (IPv4) or 16 bytes (IPv6)
  */
 #include "drivers/tcp/tcp_internal.h"
+#include "rails/netaddr.h"
 #include "util/log.h"
 
 #include <arpa/inet.h>
@@ -282,15 +283,6 @@ static double interface_speed(const char *ifname)
 	return mbits > 0 ? (double)mbits * 1e6 / 8 : 0;
 }
 
-static bool is_loopback(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr)
-			>> 24) == 127;
-	return ss->ss_family == AF_INET6 &&
-	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
-}
-
 double tcp_addr_bandwidth(const struct sockaddr_storage *ss)
 {
 	struct ifaddrs *list, *it;
@@ -298,7 +290,7 @@ double tcp_addr_bandwidth(const struct sockaddr_storage *ss)
 
 	/* lo has no speed in sysfs; and the interface dump this saves was
 	 * 5 % of all the CPU of a 1024-rank start on one host. */
-	if (is_loopback(ss))
+	if (mrail_sockaddr_is_loopback((const struct sockaddr *)ss))
 		return 0;
 	if (getifaddrs(&list) < 0)
 		return 0;
