@@ -97,25 +97,15 @@ void credit_grant(struct mrail_engine *e, struct gate *g)
 	uint64_t n = room(e, g), w = window(e);
 	if (n == 0 || n < w / 4)
 		return;
-	struct rail *rail = NULL;
-	for (unsigned i = 0; i < g->nrails && !rail; i++)
-		if (g->rails[i] && g->rails[i]->state == RAIL_UP &&
-		    !g->rails[i]->bye_out)
-			rail = g->rails[i];
-	if (!rail)
-		return;
 	struct send_op *op = packet_get(e);
 	if (!op) {
 		gate_fail(e, g, MRAIL_ERR_NOMEM, "no memory for a CREDIT");
 		return;
 	}
 	op->len += mrail_wire_put_credit(op->buf + op->len, n);
-	int rc = rail_post_packet(e, rail, op);
-	if (rc != MRAIL_OK) {
-		packet_put(e, op);
-		gate_fail(e, g, rc, "posting a CREDIT failed");
-		return;
-	}
+	/* With every rail down it leaves on the first one back: a sender
+	 * out of credit would otherwise wait for a grant nothing triggers. */
+	failover_post_notice(e, g, op);
 	granted(e, g, n);
 }
 

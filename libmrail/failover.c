@@ -175,6 +175,59 @@ struct rail *failover_survivor(struct gate *g, const struct rail *prefer)
 	return NULL;
 }
 
+void failover_post_notice(struct mrail_engine *e, struct gate *g,
+			  struct send_op *op)
+{
+	if (g->state != GATE_UP && g->state != GATE_CONNECTING) {
+		packet_put(e, op);
+		return;
+	}
+	for (unsigned i = 0; i < g->nrails; i++) {
+		struct rail *r = g->rails[i];
+		if (!r || r->state != RAIL_UP || r->bye_out)
+			continue;
+		int rc = rail_post_packet(e, r, op);
+		if (rc == MRAIL_OK)
+			return;
+		if (!failover_op_failed(r)) { /* else r fails at the tick */
+			packet_put(e, op);
+			gate_fail(e, g, rc, "posting a control packet failed");
+			return;
+		}
+	}
+	op->rail = NULL;
+	mrail_list_append(&g->owed, &op->link);
+}
+
+/* A rail is up again: it carries what waited for one. */
+static void post_owed(struct mrail_engine *e, struct gate *g)
+{
+	struct mrail_list owed;
+	mrail_list_init(&owed);
+	while (!mrail_list_empty(&g->owed)) {
+		struct send_op *op =
+			mrail_list_first(&g->owed, struct send_op, link);
+		mrail_list_remove(&op->link);
+		mrail_list_append(&owed, &op->link);
+	}
+	while (!mrail_list_empty(&owed)) {
+		struct send_op *op =
+			mrail_list_first(&owed, struct send_op, link);
+		mrail_list_remove(&op->link);
+		failover_post_notice(e, g, op);
+	}
+}
+
+void failover_drop_owed(struct mrail_engine *e, struct gate *g)
+{
+	while (!mrail_list_empty(&g->owed)) {
+		struct send_op *op =
+			mrail_list_first(&g->owed, struct send_op, link);
+		mrail_list_remove(&op->link);
+		packet_put(e, op);
+	}
+}
+
 static int is_connector(const struct mrail_engine *e, const struct gate *g)
 {
 	return e->uuid > g->uuid; /* gate.c: the larger id connects */
@@ -324,8 +377,10 @@ int failover_rail_fail(struct mrail_engine *e, struct rail *r,
 
 /* Copy the records of a packet the peer never processed into a new one,
  * except those tied to the dead connection: RTR (the receiver asks for
- * its ranges again), PUT_FIN (idem), ACK, RAIL_DOWN (resent if needed)
- * and BYE. */
+ * its ranges again), PUT_FIN (idem), ACK and BYE. RAIL_DOWN is about
+ * another connection and goes again: once we heard the peer's own
+ * RAIL_DOWN nothing else resends ours, and without it the peer never
+ * replays what it kept of that connection (a message lost for good). */
 static void replay_packet(struct mrail_engine *e, struct gate *g,
 			  struct rail *dead, struct rail *via,
 			  const struct send_op *old)
@@ -351,7 +406,6 @@ static void replay_packet(struct mrail_engine *e, struct gate *g,
 		case MRAIL_WIRE_RTR:
 		case MRAIL_WIRE_PUT_FIN:
 		case MRAIL_WIRE_ACK:
-		case MRAIL_WIRE_RAIL_DOWN:
 		case MRAIL_WIRE_BYE:
 			continue;
 		default:
@@ -459,6 +513,8 @@ void failover_rail_up(struct mrail_engine *e, struct rail *r)
 		tell_down(e, g);
 		rdv_replan(e, g);
 	}
+	if (g->state == GATE_UP || g->state == GATE_CONNECTING)
+		post_owed(e, g);
 }
 
 /* Keep a connection whose failure is not settled (no rail was up to

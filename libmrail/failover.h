@@ -62,6 +62,15 @@ void failover_takeover(struct mrail_engine *e, struct rail *old,
 		       struct rail *r);
 /* A rail of g that is up (prefer if it is), rotating; NULL if none. */
 struct rail *failover_survivor(struct gate *g, const struct rail *prefer);
+/* Post a packet of records that name their request and need no order
+ * (SYNC_ACK, RDV_DONE, GET_FIN, CREDIT) on a rail of g that is up; while
+ * none is, it waits on the gate for the first rail back, since dropping
+ * it would leave the peer's request waiting for good once the gate
+ * recovers. Takes op in every case (freed if g failed). */
+void failover_post_notice(struct mrail_engine *e, struct gate *g,
+			  struct send_op *op);
+/* The gate failed or goes away: its owed notices are freed. */
+void failover_drop_owed(struct mrail_engine *e, struct gate *g);
 /* Timers: watchdog, reconnects, standalone ACKs, all-down deadline. */
 void failover_tick(struct mrail_engine *e);
 

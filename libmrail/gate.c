@@ -150,6 +150,7 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 	mrail_list_init(&g->ooo);
 	mrail_list_init(&g->parts);
 	mrail_list_init(&g->dead_rails);
+	mrail_list_init(&g->owed);
 	g->id = e->ngates;
 	g->uuid = uuid;
 	g->self = uuid == e->uuid;
@@ -260,6 +261,7 @@ void gate_fail(struct mrail_engine *e, struct gate *g, int error,
 		request_fail(e, mrail_list_entry(pos, struct mrail_request, link),
 			     error);
 	recv_fail_gate(e, g, error);
+	failover_drop_owed(e, g);
 	if (g->scheduled) {
 		mrail_list_remove(&g->sched_link);
 		g->scheduled = 0;
@@ -287,6 +289,7 @@ void gate_free(struct mrail_engine *e, struct gate *g)
 		mrail_list_remove(pos);
 		unexpected_free(mrail_list_entry(pos, struct unexpected, link));
 	}
+	failover_drop_owed(e, g);
 	/* Requests outlive the gate until requests_fini(), which unlinks
 	 * them: detach them now so it does not write into a freed gate. */
 	mrail_list_foreach_safe(pos, tmp, &g->sendq)

@@ -61,6 +61,8 @@ struct gate {
 	double all_down_since;     /* every rail down since (0: not) */
 	unsigned replay_next;      /* rotates the rails failover uses */
 	struct mrail_list dead_rails; /* replaced rail objects (link) */
+	struct mrail_list owed;    /* notices built while every rail was
+	                              down (send_op link): failover.c */
 	/* credits.c: eager flow control (docs/flow-control.md) */
 	uint64_t cr_tx;            /* eager bytes we may still send it */
 	uint64_t cr_granted;       /* eager bytes it may still send us */

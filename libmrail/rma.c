@@ -359,27 +359,32 @@ void rma_on_rtr_put(struct mrail_engine *e, struct rail *rail,
 	}
 }
 
-static void send_fin_packet(struct mrail_engine *e, struct rail *rail,
-			    int type, uint64_t id, uint64_t a, uint64_t b)
+static void send_fin_packet(struct mrail_engine *e, struct gate *g,
+			    struct rail *rail, int type, uint64_t id,
+			    uint64_t a, uint64_t b)
 {
 	struct send_op *op = packet_get(e);
-	int rc = MRAIL_ERR_NOMEM;
-	if (op) {
-		op->len += type == MRAIL_WIRE_GET_FIN
-				   ? mrail_wire_put_get_fin(op->buf + op->len,
-							    id, a, b)
-			   : type == MRAIL_WIRE_RDV_DONE
-				   ? mrail_wire_put_rdv_done(op->buf + op->len,
-							     id, a)
-				   : mrail_wire_put_put_fin(op->buf + op->len,
-							    id, a, b);
-		rc = rail_post_packet(e, rail, op);
-		if (rc)
-			packet_put(e, op);
+	if (!op) {
+		gate_fail(e, g, MRAIL_ERR_NOMEM, "no memory for an RDMA "
+			  "completion notice");
+		return;
 	}
-	if (rc)
-		gate_fail(e, rail->gate, rc, "posting an RDMA completion "
-			  "notice failed");
+	op->len += type == MRAIL_WIRE_GET_FIN
+			   ? mrail_wire_put_get_fin(op->buf + op->len, id, a, b)
+		   : type == MRAIL_WIRE_RDV_DONE
+			   ? mrail_wire_put_rdv_done(op->buf + op->len, id, a)
+			   : mrail_wire_put_put_fin(op->buf + op->len, id, a,
+						    b);
+	if (!rail) { /* not tied to a connection: any rail, or the next */
+		failover_post_notice(e, g, op);
+		return;
+	}
+	int rc = rail_post_packet(e, rail, op);
+	if (rc) {
+		packet_put(e, op);
+		gate_fail(e, g, rc, "posting an RDMA completion notice "
+			  "failed");
+	}
 }
 
 /*
@@ -394,14 +399,18 @@ void rma_recv_finish(struct mrail_engine *e, struct mrail_request *r)
 	 * the others still connect (GATE_CONNECTING): the notice is owed
 	 * then too, or the sender waits for it forever. */
 	if (r->gate->state == GATE_UP || r->gate->state == GATE_CONNECTING) {
+		/* Every rail down: it waits for the first one back
+		 * (failover_post_notice); dropped, the sender would wait
+		 * for good once the gate recovers. */
 		struct rail *fr = r->rma ? r->rma->fin_rail : NULL;
 		if (!usable(fr))
-			fr = failover_survivor(r->gate, NULL);
-		if (usable(fr) && r->rma && r->rma->read_bytes > 0)
-			send_fin_packet(e, fr, MRAIL_WIRE_GET_FIN, r->remote_id,
-					r->expected, r->rma->read_bytes);
-		else if (usable(fr))
-			send_fin_packet(e, fr, MRAIL_WIRE_RDV_DONE,
+			fr = NULL;
+		if (r->rma && r->rma->read_bytes > 0)
+			send_fin_packet(e, r->gate, fr, MRAIL_WIRE_GET_FIN,
+					r->remote_id, r->expected,
+					r->rma->read_bytes);
+		else
+			send_fin_packet(e, r->gate, fr, MRAIL_WIRE_RDV_DONE,
 					r->remote_id, r->expected, 0);
 	}
 	request_complete(e, r, r->error);
@@ -447,7 +456,8 @@ static void put_done(struct mrail_engine *e, struct send_op *op, int status)
 		if ((op->rail->gate->state == GATE_UP ||
 		     op->rail->gate->state == GATE_CONNECTING) &&
 		    op->rail->state == RAIL_UP)
-			send_fin_packet(e, op->rail, MRAIL_WIRE_PUT_FIN,
+			send_fin_packet(e, op->rail->gate, op->rail,
+					MRAIL_WIRE_PUT_FIN,
 					c->recv_id, c->offset, c->len);
 		s->done_bytes += c->len;
 	}

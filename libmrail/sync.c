@@ -7,16 +7,11 @@
 #include "libmrail/engine.h"
 #include "util/log.h"
 
-/* One small packet on the first rail that is up: the ack is not ordered
- * with anything, it names its request. */
+/* One small packet on the first rail that is up (or the first back):
+ * the ack is not ordered with anything, it names its request. */
 void sync_ack_send(struct mrail_engine *e, struct gate *g, uint64_t send_id)
 {
-	struct rail *rail = NULL;
-	for (unsigned i = 0; i < g->nrails && !rail; i++)
-		if (g->rails[i] && g->rails[i]->state == RAIL_UP &&
-		    !g->rails[i]->bye_out)
-			rail = g->rails[i];
-	if (!rail || g->state != GATE_UP)
+	if (g->state != GATE_UP)
 		return; /* the sender's request fails with the gate */
 	struct send_op *op = packet_get(e);
 	if (!op) {
@@ -24,11 +19,7 @@ void sync_ack_send(struct mrail_engine *e, struct gate *g, uint64_t send_id)
 		return;
 	}
 	op->len += mrail_wire_put_sync_ack(op->buf + op->len, send_id);
-	int rc = rail_post_packet(e, rail, op);
-	if (rc != MRAIL_OK) {
-		packet_put(e, op);
-		gate_fail(e, g, rc, "posting a SYNC_ACK failed");
-	}
+	failover_post_notice(e, g, op);
 }
 
 void sync_on_ack(struct mrail_engine *e, struct rail *rail, uint64_t send_id)
