@@ -48,7 +48,7 @@ for ((round = 1; round <= ${ROUNDS:-5}; round++)); do
 	run single "single rail" "${one[@]}" MRAIL_OFFLOAD_CORES=none
 	run split "split, no offload" "${two[@]}" MRAIL_STRATEGY=split \
 		MRAIL_OFFLOAD_CORES=none
-	run offload "split + offload (equation (1) + measured guard)" \
+	run offload "split + offload (split's eager_offload + measured guard)" \
 		"${two[@]}" MRAIL_STRATEGY=split MRAIL_OFFLOAD_CORES=0,1
 	run forced "split + offload forced (every size)" "${two[@]}" \
 		MRAIL_STRATEGY=split MRAIL_OFFLOAD_CORES=0,1 MRAIL_OFFLOAD_FORCE=1

@@ -531,10 +531,11 @@ struct mrail_offload_info {
 	double spin;             /* s a worker spins before it sleeps */
 	uint64_t messages;       /* eager messages sent in parts */
 	uint64_t parts;
-	uint64_t declined;       /* looked at, equation (1) said no */
+	uint64_t declined;       /* looked at, the strategy's eager_offload
+	                            said whole (equation (1) said no) */
 	double lock_wait;        /* s workers waited for the engine lock */
 	uint64_t lock_takes;
-	uint64_t vetoed;         /* equation (1) said yes, but measured
+	uint64_t vetoed;         /* the strategy said parts, but measured
 	                            sending in parts was slower for that size
 	                            (docs/offload.md, "Measured guard") */
 	uint64_t parks;          /* times the workers were stopped for having

@@ -155,9 +155,25 @@ static int deliver_eager_now(struct mrail_engine *e, struct gate *g,
 	return 1;
 }
 
-static int ordered_arrival(struct mrail_engine *e, struct gate *g,
-			   const struct mrail_wire_rec *rec,
-			   struct rdv_rma *rma, const char **why)
+/* Records that overtook the one just taken may now follow it. */
+static void deliver_followers(struct mrail_engine *e, struct gate *g)
+{
+	while (!mrail_list_empty(&g->ooo)) {
+		struct unexpected *u =
+			mrail_list_first(&g->ooo, struct unexpected, link);
+		if (u->seq != g->next_recv_seq)
+			break;
+		mrail_list_remove(&u->link);
+		g->next_recv_seq++;
+		recv_arrived(e, g, u);
+	}
+}
+
+/* charged: an eager message whose credit was taken already (offloaded
+ * parts, at their first part). */
+static int arrival(struct mrail_engine *e, struct gate *g,
+		   const struct mrail_wire_rec *rec, struct rdv_rma *rma,
+		   int charged, const char **why)
 {
 	uint64_t seq = rec_seq(rec);
 	struct unexpected *u;
@@ -166,7 +182,7 @@ static int ordered_arrival(struct mrail_engine *e, struct gate *g,
 		*why = "duplicate message sequence number";
 		return MRAIL_ERR_PROTO;
 	}
-	if (is_eager_rec(rec) &&
+	if (is_eager_rec(rec) && !charged &&
 	    credit_on_eager(e, g, rec->payload_len, why) != MRAIL_OK)
 		return MRAIL_ERR_PROTO;
 	if (seq == g->next_recv_seq) {
@@ -176,15 +192,7 @@ static int ordered_arrival(struct mrail_engine *e, struct gate *g,
 				return MRAIL_ERR_NOMEM;
 			recv_arrived(e, g, u);
 		}
-		/* Records that overtook this one may now follow it. */
-		while (!mrail_list_empty(&g->ooo)) {
-			u = mrail_list_first(&g->ooo, struct unexpected, link);
-			if (u->seq != g->next_recv_seq)
-				break;
-			mrail_list_remove(&u->link);
-			g->next_recv_seq++;
-			recv_arrived(e, g, u);
-		}
+		deliver_followers(e, g);
 		return MRAIL_OK;
 	}
 	/* Early: keep it in sequence order (usually it goes last). */
@@ -206,6 +214,77 @@ static int ordered_arrival(struct mrail_engine *e, struct gate *g,
 	}
 	mrail_list_insert_before(pos->next, &u->link);
 	return MRAIL_OK;
+}
+
+static int ordered_arrival(struct mrail_engine *e, struct gate *g,
+			   const struct mrail_wire_rec *rec,
+			   struct rdv_rma *rma, const char **why)
+{
+	return arrival(e, g, rec, rma, 0, why);
+}
+
+/*
+ * A part of an offloaded eager message (libmrail/offload/reasm.c). Its
+ * credit is taken at the first part, which bounds what a peer can make
+ * us stage. A first part that arrives in order, with a receive posted
+ * for it, matches it now (the message is next in the send order): the
+ * parts land in the user's buffer and later messages need not wait.
+ */
+static int on_part(struct mrail_engine *e, struct gate *g,
+		   const struct mrail_wire_rec *rec, const char **why)
+{
+	const struct mrail_wire_eager_part *h = &rec->u.part;
+	struct partial *p = reasm_find(g, h->seq);
+	int rc;
+	if (!p) {
+		if (h->seq < g->next_recv_seq) {
+			*why = "eager part of a message already delivered";
+			return MRAIL_ERR_PROTO;
+		}
+		if (credit_on_eager(e, g, h->msg_len, why) != MRAIL_OK)
+			return MRAIL_ERR_PROTO;
+		struct mrail_request *r = h->seq == g->next_recv_seq
+						  ? find_posted(e, g, h->tag)
+						  : NULL;
+		if (!(p = reasm_new(g, rec, r)))
+			return MRAIL_ERR_NOMEM;
+		if (r) {
+			mrail_list_remove(&r->link);
+			r->phase = REQ_RDV_ACTIVE; /* matched, not cancellable */
+			r->gate = g;
+			r->status.source = g->id;
+			r->status.tag = h->tag;
+			r->status.length = h->msg_len < r->len ? h->msg_len
+							       : r->len;
+			g->next_recv_seq++;
+			deliver_followers(e, g);
+		} else {
+			credit_hold(e, g, h->msg_len);
+		}
+		mrail_trace("%s: message %llu in parts, %s", g->name,
+			    (unsigned long long)h->seq,
+			    r ? "matched at its first part" : "staged");
+	}
+	if ((rc = reasm_add(p, rec, why)) != MRAIL_OK || p->got < p->len)
+		return rc;
+	mrail_list_remove(&p->link);
+	if (p->req) {
+		request_complete(e, p->req, p->len > p->req->len
+						    ? MRAIL_ERR_TRUNCATE
+						    : MRAIL_OK);
+	} else { /* whole again: on as one EAGER record */
+		struct mrail_wire_rec whole = {
+			.type = MRAIL_WIRE_EAGER,
+			.payload = p->data,
+			.payload_len = p->len,
+		};
+		whole.u.eager.seq = p->seq;
+		whole.u.eager.tag = p->tag;
+		credit_release(e, g, p->len);
+		rc = arrival(e, g, &whole, NULL, 1, why);
+	}
+	free(p);
+	return rc;
 }
 
 /*
@@ -270,24 +349,11 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 			r->stats.rx_msgs++;
 			rc = ordered_arrival(e, g, &rec, NULL, &why);
 			break;
-		case MRAIL_WIRE_EAGER_PART: {
+		case MRAIL_WIRE_EAGER_PART:
 			r->stats.rx_bytes += rec.payload_len;
 			r->stats.rx_msgs++;
-			struct partial *p = reasm_on_part(g, &rec, &rc, &why);
-			if (p) {
-				/* Whole again: on as one EAGER record. */
-				struct mrail_wire_rec whole = {
-					.type = MRAIL_WIRE_EAGER,
-					.payload = p->data,
-					.payload_len = p->len,
-				};
-				whole.u.eager.seq = p->seq;
-				whole.u.eager.tag = p->tag;
-				rc = ordered_arrival(e, g, &whole, NULL, &why);
-				free(p);
-			}
+			rc = on_part(e, g, &rec, &why);
 			break;
-		}
 		case MRAIL_WIRE_RTS: {
 			struct rdv_rma *keys =
 				rma_take_keys(r, rec.u.rts.send_id);
@@ -396,8 +462,9 @@ void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error)
 			request_complete(e, r, error);
 		}
 	}
-	/* Messages that overtook a lost one can never be delivered. */
-	reasm_free_gate(g);
+	/* Messages that overtook a lost one can never be delivered; those
+	 * matched at their first part fail. */
+	reasm_fail_gate(e, g, error);
 	mrail_list_foreach_safe(pos, tmp, &g->ooo) {
 		struct unexpected *u =
 			mrail_list_entry(pos, struct unexpected, link);

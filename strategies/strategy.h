@@ -61,4 +61,25 @@ int mrail_strategy_earliest_idle_finish(const struct mrail_rail_view *rails,
 int mrail_strategy_whole(const struct mrail_rail_view *rails, unsigned n,
 			 uint64_t length, struct mrail_chunk *out);
 
+/*
+ * The offload decision, the NewMadeleine paper's equation (1) (seed 004,
+ * IV-B), for eager_offload ops (strategies/eager_offload.c):
+ *   T = t_offload + max_i (busy_until_i + predict_i(part_i))
+ * against the best idle rail's busy_until + predict(length) from the
+ * calling core. Parts follow the idle rails' bandwidths over the k
+ * fastest idle rails (the k, 2 <= k <= max, that minimizes T). Returns k
+ * when T is the smaller, else 0; force: the most parts, whenever two
+ * idle rails exist (tests).
+ * *gain (may be NULL): predicted seconds saved (negative: lost).
+ */
+int mrail_strategy_offload_plan(const struct mrail_rail_view *rails,
+				unsigned n, uint64_t length, double t_offload,
+				int force, struct mrail_chunk *out,
+				unsigned max, double *gain);
+/* The same as an eager_offload op, for strategies with no better idea. */
+int mrail_strategy_eager_offload(void *state, void *peer_state,
+				 const struct mrail_rail_view *rails,
+				 unsigned n, uint64_t length, double t_offload,
+				 struct mrail_chunk *out, unsigned max);
+
 #endif

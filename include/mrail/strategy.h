@@ -18,6 +18,9 @@
  *    faster rail).
  *  - rdv_split: a rendezvous request has just been matched by the
  *    receiver: which rails carry which byte ranges of the payload.
+ *  - eager_offload (optional): an eager message at the head of the queue
+ *    could leave in parts, each copied and posted by a worker thread on
+ *    an idle core (offload, docs/offload.md): in which parts, if at all.
  * plus init/fini (one state per engine) and, optionally, peer_init/
  * peer_fini (one state per gate, i.e. per peer, created with the gate).
  *
@@ -31,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MRAIL_STRATEGY_ABI_VERSION 2
+#define MRAIL_STRATEGY_ABI_VERSION 3
 #define MRAIL_MAX_RAILS 64
 #define MRAIL_MAX_CHUNKS 256
 
@@ -145,6 +148,21 @@ struct mrail_strategy_ops {
 	int (*rdv_split)(void *state, void *peer_state,
 			 const struct mrail_rail_view *rails, unsigned n,
 			 uint64_t length, struct mrail_chunk *out, unsigned max);
+
+	/* Optional (NULL: never in parts). Offload (ABI 3): the eager
+	 * message of `length` bytes at the head of the queue may leave in
+	 * parts, each copied and posted by its own worker thread on an idle
+	 * core, at once; handing a part to a worker is predicted to cost
+	 * `t_offload` seconds before its copy starts. Return k in [2, max]
+	 * with out[0..k) on distinct idle rails covering [0, length) in
+	 * offset order, no part empty, to send it so; 0 to send it whole
+	 * from the calling thread (eager_rail / rail_idle then place it).
+	 * max = min(idle rails, idle workers) >= 2. Only asked when offload
+	 * is on (MRAIL_OFFLOAD_CORES) and workers are idle. */
+	int (*eager_offload)(void *state, void *peer_state,
+			     const struct mrail_rail_view *rails, unsigned n,
+			     uint64_t length, double t_offload,
+			     struct mrail_chunk *out, unsigned max);
 };
 
 /*

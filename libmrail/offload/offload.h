@@ -5,10 +5,12 @@
  *   cores.c   which cores this process may use (binding, local ranks,
  *             MRAIL_OFFLOAD_CORES)
  *   worker.c  pinned workers, their rings, T_O calibration, the job
- *   plan.c    the paper's equation (1): split or not, chunk sizes
+ *   submit.c  send side: asks the strategy (eager_offload: the paper's
+ *             equation (1), strategies/eager_offload.c), hands parts out
  *   guard.c   measured feedback: vetoes sizes where parts came out slower
- *   reasm.c   receiver: EAGER_PART records back into whole messages
- * Called from send.c (offload_try), recv.c (reasm_on_part), engine.c /
+ *   reasm.c   receiver: EAGER_PART records into the matched receive's
+ *             buffer, or staged back into whole messages
+ * Called from send.c (offload_try), recv.c (reasm_*), engine.c /
  * api_engine.c (life cycle, info).
  */
 #ifndef MRAIL_LIBMRAIL_OFFLOAD_H
@@ -65,20 +67,6 @@ uint64_t offload_choose_cores(uint64_t requested, unsigned ncores,
 			      uint64_t bound, int bound_all,
 			      unsigned local_rank, unsigned local_size);
 
-/* ---- plan.c ----------------------------------------------------------- */
-struct offload_chunk {
-	unsigned view;      /* index into the views */
-	uint64_t offset, len;
-};
-/* Equation (1): chunks over up to max_chunks idle rails (>= 2), or 0 to
- * send the message whole. force: split whenever possible. *gain: the
- * predicted time saved (s, negative if none); *single: the predicted
- * time on the best rail alone. */
-unsigned offload_plan(const struct mrail_rail_view *v, unsigned n,
-		      uint64_t len, double t_o, unsigned max_chunks,
-		      int force, struct offload_chunk *out, double *gain,
-		      double *single);
-
 /* ---- guard.c ---------------------------------------------------------- */
 #define OFFLOAD_GUARD_CLASSES 40 /* power-of-two size classes */
 struct offload_guard {
@@ -92,7 +80,7 @@ struct offload_guard {
 	double copy_bw;                       /* bytes/s, measured at start */
 };
 void guard_init(struct offload_guard *g);
-/* After equation (1) chose parts: wire_gain = predicted time whole minus
+/* After the strategy chose parts: wire_gain = predicted time whole minus
  * predicted slowest part without T_O, t_single = predicted time whole.
  * 1: offload, 2: offload as a probe of a vetoed size class, 0: measured
  * not worth it (or whole still to be sampled). */
@@ -149,6 +137,7 @@ struct offload {
 	unsigned min_chunks;             /* 2 */
 	/* Statistics (engine lock). */
 	uint64_t msgs, parts, declined, parks;
+	uint64_t bad_plans;              /* strategy plans refused */
 	struct offload_guard guard;      /* guard.c */
 	double lock_wait;                /* total s workers waited for it */
 	uint64_t lock_takes;
@@ -188,14 +177,27 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 struct partial {
 	struct mrail_list link;  /* gate->parts */
 	uint64_t seq, tag, len, got;
+	/* Matched at its first part: the parts land in its buffer. NULL:
+	 * staged in data[] until whole (its bytes held as credit). */
+	struct mrail_request *req;
 	unsigned nranges;
 	uint64_t ranges[MRAIL_MAX_RAILS][2];
 	uint8_t data[];
 };
-/* A part arrived: returns the message when it is whole (caller frees it),
- * NULL otherwise; *why set and rc MRAIL_ERR_PROTO when malformed. */
-struct partial *reasm_on_part(struct gate *g, const struct mrail_wire_rec *rec,
-			      int *rc, const char **why);
+/* The message of seq being put together, or NULL. */
+struct partial *reasm_find(struct gate *g, uint64_t seq);
+/* The first part of a message arrived (rec): its entry, staged unless
+ * req (matched) takes it; NULL when out of memory. */
+struct partial *reasm_new(struct gate *g, const struct mrail_wire_rec *rec,
+			  struct mrail_request *req);
+/* A part of p arrived: checked, then copied to the receive (what fits)
+ * or the staging buffer. MRAIL_ERR_PROTO with *why when malformed. */
+int reasm_add(struct partial *p, const struct mrail_wire_rec *rec,
+	      const char **why);
+/* The gate failed: matched receives fail with error, staged bytes are
+ * released, everything is freed. */
+void reasm_fail_gate(struct mrail_engine *e, struct gate *g, int error);
+/* The gate goes away (engine destroy): frees what is left. */
 void reasm_free_gate(struct gate *g);
 
 #endif

@@ -1,20 +1,24 @@
 /*
- * Receive side of offload: EAGER_PART records of one message (same seq)
- * arrive on several rails in any order; they are put together here and
- * the whole message then enters the per-gate ordering and matching like
- * an EAGER record (recv.c), so matching order is exactly the send order.
+ * Receive side of offload: the EAGER_PART records of one message (same
+ * seq) arrive on several rails in any order. A message whose first part
+ * arrives in order with a receive posted for it is matched then, and
+ * every part lands in that receive's buffer (recv.c, on_part): one copy,
+ * as for a whole eager message. Otherwise its parts are staged here and
+ * the whole message enters the per-gate ordering and matching like an
+ * EAGER record. Either way matching order is exactly the send order.
  * Parts are checked defensively: same tag and length as the first one,
  * no overlap, at most one part per rail.
  */
 #include "libmrail/engine.h"
+#include "util/iov.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static struct partial *find(struct gate *g, uint64_t seq)
+struct partial *reasm_find(struct gate *g, uint64_t seq)
 {
-	struct mrail_list *pos, *tmp;
-	mrail_list_foreach_safe(pos, tmp, &g->parts) {
+	struct mrail_list *pos;
+	for (pos = g->parts.next; pos != &g->parts; pos = pos->next) {
 		struct partial *p = mrail_list_entry(pos, struct partial, link);
 		if (p->seq == seq)
 			return p;
@@ -22,54 +26,66 @@ static struct partial *find(struct gate *g, uint64_t seq)
 	return NULL;
 }
 
-struct partial *reasm_on_part(struct gate *g, const struct mrail_wire_rec *rec,
-			      int *rc, const char **why)
+struct partial *reasm_new(struct gate *g, const struct mrail_wire_rec *rec,
+			  struct mrail_request *req)
 {
 	const struct mrail_wire_eager_part *h = &rec->u.part;
-	*rc = MRAIL_OK;
-	if (h->seq < g->next_recv_seq) {
-		*why = "eager part of a message already delivered";
-		*rc = MRAIL_ERR_PROTO;
+	struct partial *p = malloc(sizeof *p + (req ? 0 : h->msg_len));
+	if (!p)
 		return NULL;
-	}
-	struct partial *p = find(g, h->seq);
-	if (!p) {
-		p = malloc(sizeof *p + h->msg_len);
-		if (!p) {
-			*rc = MRAIL_ERR_NOMEM;
-			return NULL;
-		}
-		p->seq = h->seq;
-		p->tag = h->tag;
-		p->len = h->msg_len;
-		p->got = 0;
-		p->nranges = 0;
-		mrail_list_append(&g->parts, &p->link);
-	} else if (p->tag != h->tag || p->len != h->msg_len) {
+	p->seq = h->seq;
+	p->tag = h->tag;
+	p->len = h->msg_len;
+	p->got = 0;
+	p->req = req;
+	p->nranges = 0;
+	mrail_list_append(&g->parts, &p->link);
+	return p;
+}
+
+int reasm_add(struct partial *p, const struct mrail_wire_rec *rec,
+	      const char **why)
+{
+	const struct mrail_wire_eager_part *h = &rec->u.part;
+	if (p->tag != h->tag || p->len != h->msg_len) {
 		*why = "eager parts of one message disagree on tag or length";
-		*rc = MRAIL_ERR_PROTO;
-		return NULL;
+		return MRAIL_ERR_PROTO;
 	}
 	uint64_t a = h->offset, b = h->offset + rec->payload_len;
 	for (unsigned i = 0; i < p->nranges; i++)
 		if (a < p->ranges[i][1] && p->ranges[i][0] < b) {
 			*why = "overlapping eager parts";
-			*rc = MRAIL_ERR_PROTO;
-			return NULL;
+			return MRAIL_ERR_PROTO;
 		}
 	if (p->nranges == MRAIL_MAX_RAILS) {
 		*why = "more eager parts than rails";
-		*rc = MRAIL_ERR_PROTO;
-		return NULL;
+		return MRAIL_ERR_PROTO;
 	}
 	p->ranges[p->nranges][0] = a;
 	p->ranges[p->nranges++][1] = b;
-	memcpy(p->data + a, rec->payload, rec->payload_len);
+	if (!p->req) {
+		memcpy(p->data + a, rec->payload, rec->payload_len);
+	} else if (a < p->req->len) { /* what fits: the rest is truncated */
+		uint64_t n = b <= p->req->len ? b - a : p->req->len - a;
+		mrail_buf_to_iov(p->req->iov, p->req->iovcnt, a, rec->payload,
+				 n);
+	}
 	p->got += rec->payload_len;
-	if (p->got < p->len)
-		return NULL;
-	mrail_list_remove(&p->link);
-	return p;
+	return MRAIL_OK;
+}
+
+void reasm_fail_gate(struct mrail_engine *e, struct gate *g, int error)
+{
+	while (!mrail_list_empty(&g->parts)) {
+		struct partial *p =
+			mrail_list_first(&g->parts, struct partial, link);
+		mrail_list_remove(&p->link);
+		if (p->req)
+			request_complete(e, p->req, error);
+		else
+			credit_release(e, g, p->len);
+		free(p);
+	}
 }
 
 void reasm_free_gate(struct gate *g)

@@ -1,10 +1,11 @@
 /*
  * Send side: an eager message at the head of its gate's queue leaves in
  * parts (EAGER_PART records, docs/wire.md), one per idle rail and idle
- * worker, when equation (1) predicts a gain (plan.c). Under the engine
- * lock this only takes packets and writes the record headers; the copies
- * and driver posts are the workers' (worker.c). The send completes when
- * the last part is posted.
+ * worker, when the strategy's eager_offload says so (equation (1),
+ * strategies/eager_offload.c) and the measured guard does not veto it
+ * (guard.c). Under the engine lock this only takes packets and writes the
+ * record headers; the copies and driver posts are the workers'
+ * (worker.c). The send completes when the last part is posted.
  */
 #include "libmrail/engine.h"
 #include "util/clock.h"
@@ -24,15 +25,44 @@ static int pick_worker(struct offload *o, const struct rail *rail,
 	return w;
 }
 
+/* Is the strategy's plan one the engine can carry out (the op's rules,
+ * include/mrail/strategy.h)? */
+static const char *plan_fault(const struct mrail_rail_view *v, unsigned n,
+			      uint64_t len, const struct mrail_chunk *ch,
+			      int k, unsigned max)
+{
+	uint64_t off = 0, used = 0;
+	if (k < 2 || (unsigned)k > max)
+		return "a part count out of [2, max]";
+	for (int i = 0; i < k; i++) {
+		if (ch[i].rail >= n || !v[ch[i].rail].idle)
+			return "a part on a rail that is not an idle view";
+		if (used & ((uint64_t)1 << (ch[i].rail & 63)))
+			return "two parts on one rail";
+		used |= (uint64_t)1 << (ch[i].rail & 63);
+		if (ch[i].offset != off || ch[i].length == 0 ||
+		    ch[i].length > len - off)
+			return "parts not contiguous, empty or past the end";
+		off += ch[i].length;
+	}
+	return off == len ? NULL : "parts not covering the message";
+}
+
+static double finish(const struct mrail_rail_view *v, uint64_t bytes)
+{
+	return v->busy_until + v->predict(v, bytes);
+}
+
 int offload_try(struct mrail_engine *e, struct gate *g,
 		struct mrail_request *r)
 {
 	ENGINE_ASSERT_LOCKED(e);
 	struct offload *o = e->offload;
+	const struct mrail_strategy_ops *s = e->strategy;
 	struct mrail_rail_view views[MRAIL_MAX_RAILS];
-	struct offload_chunk ch[MRAIL_MAX_RAILS];
+	struct mrail_chunk ch[MRAIL_MAX_RAILS];
 	struct send_op *ops[MRAIL_MAX_RAILS];
-	if (!o || o->failed || r->len < 2)
+	if (!o || o->failed || r->len < 2 || (!s->eager_offload && !o->force))
 		return 0;
 	/* Workers that only ever see vetoed sizes cost every call their
 	 * presence (offload_run): park them. */
@@ -46,19 +76,45 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 	unsigned nidle = (unsigned)__builtin_popcountll(idle);
 	if (nidle < 2)
 		return 0;
+	unsigned n = gate_rail_views(g, views, VIEW_SEND), idle_rails = 0;
+	for (unsigned i = 0; i < n; i++)
+		idle_rails += views[i].idle != 0;
+	unsigned max = nidle < idle_rails ? nidle : idle_rails;
+	if (max < 2)
+		return 0;
 	/* The dearest handoff among the idle workers (spinning or asleep). */
 	double t_o = 0;
 	for (unsigned i = 0; i < o->nworkers; i++)
 		if ((idle & ((uint64_t)1 << i)) && offload_t_o(o, i) > t_o)
 			t_o = offload_t_o(o, i);
-	unsigned n = gate_rail_views(g, views, VIEW_SEND);
-	double gain, single;
-	unsigned k = offload_plan(views, n, r->len, t_o, nidle, o->force, ch,
-				  &gain, &single);
-	if (k < 2) {
+	/* The strategy decides (MRAIL_OFFLOAD_FORCE: tests split anyway). */
+	int k = o->force ? mrail_strategy_offload_plan(views, n, r->len, t_o,
+						       1, ch, max, NULL)
+			 : s->eager_offload(e->strategy_state,
+					    g->strategy_peer, views, n,
+					    r->len, t_o, ch, max);
+	if (k == 0) {
 		o->declined++;
 		return 0;
 	}
+	const char *fault = plan_fault(views, n, r->len, ch, k, max);
+	if (fault) {
+		if (o->bad_plans++ == 0)
+			mrail_warn("strategy '%s': eager_offload answered %d "
+				   "with %s; such messages are sent whole",
+				   s->name, k, fault);
+		return 0;
+	}
+	/* What the engine predicts of that plan, for the guard. */
+	double single = 0, slowest = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (views[i].idle && (single == 0 ||
+				      finish(&views[i], r->len) < single))
+			single = finish(&views[i], r->len);
+	for (int i = 0; i < k; i++)
+		if (finish(&views[ch[i].rail], ch[i].length) > slowest)
+			slowest = finish(&views[ch[i].rail], ch[i].length);
+	double gain = single - (slowest + t_o);
 	int allowed = o->force ? 1
 			       : guard_allows(&o->guard, r->len, gain + t_o,
 					      single);
@@ -72,7 +128,7 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 		return offload_try(e, g, r);
 	}
 	double t_start = mrail_now();
-	for (unsigned i = 0; i < k; i++)
+	for (int i = 0; i < k; i++)
 		if (!(ops[i] = packet_get(e))) {
 			while (i-- > 0)
 				packet_put(e, ops[i]);
@@ -82,14 +138,14 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 	/* Like a rendezvous whose chunks are moving: on no list, referenced
 	 * by k jobs (outstanding), completed by the last (worker.c). */
 	r->phase = REQ_RDV_ACTIVE;
-	r->outstanding += (int)k;
-	for (unsigned i = 0; i < k; i++) {
-		struct rail *rail = g->rails[views[ch[i].view].index];
+	r->outstanding += k;
+	for (int i = 0; i < k; i++) {
+		struct rail *rail = g->rails[views[ch[i].rail].index];
 		struct send_op *op = ops[i];
 		uint8_t *at = op->buf + op->len;
 		op->len += mrail_wire_put_eager_part(at, r->seq, r->tag, r->len,
-						     ch[i].offset, ch[i].len);
-		op->bytes = ch[i].len;
+						     ch[i].offset, ch[i].length);
+		op->bytes = ch[i].length;
 		rail->stats.tx_msgs++;
 		struct offload_job j = {
 			.req = r,
@@ -97,16 +153,16 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 			.op = op,
 			.payload = at + sizeof(struct mrail_wire_eager_part),
 			.offset = ch[i].offset,
-			.len = ch[i].len,
+			.len = ch[i].length,
 			.t_push = t_start,
 		};
 		offload_push(o, (unsigned)pick_worker(o, rail, &idle), &j);
 	}
 	o->msgs++;
-	o->parts += k;
+	o->parts += (uint64_t)k;
 	if (allowed == 1)
 		o->unused = 0;
-	mrail_trace("offload: seq %llu, %llu bytes in %u parts (predicted "
+	mrail_trace("offload: seq %llu, %llu bytes in %d parts (predicted "
 		    "gain %.2f us)", (unsigned long long)r->seq,
 		    (unsigned long long)r->len, k, gain * 1e6);
 	return 1;

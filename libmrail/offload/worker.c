@@ -374,7 +374,7 @@ int offload_start(struct mrail_engine *e, struct offload **out)
 }
 
 /*
- * Workers start only when equation (1) first wants them: a process with
+ * Workers start only when the strategy first wants them: a process with
  * a second thread pays for it on every call even while that thread
  * sleeps (glibc leaves its single-thread fast paths: measured +3 % on an
  * 8 us ping-pong here), so a job whose messages never gain from offload

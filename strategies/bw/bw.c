@@ -121,4 +121,5 @@ const struct mrail_strategy_ops mrail_bw_strategy_ops = {
 	.fini = bw_fini,
 	.eager_rail = bw_eager_rail,
 	.rdv_split = bw_rdv_split,
+	.eager_offload = mrail_strategy_eager_offload, /* equation (1) */
 };

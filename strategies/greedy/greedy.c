@@ -113,4 +113,5 @@ const struct mrail_strategy_ops mrail_greedy_strategy_ops = {
 	.eager_rail = greedy_eager_rail,
 	.rail_idle = greedy_rail_idle,
 	.rdv_split = greedy_rdv_split,
+	.eager_offload = mrail_strategy_eager_offload, /* equation (1) */
 };

@@ -90,4 +90,5 @@ const struct mrail_strategy_ops mrail_iso_strategy_ops = {
 	.fini = iso_fini,
 	.eager_rail = iso_eager_rail,
 	.rdv_split = iso_rdv_split,
+	.eager_offload = mrail_strategy_eager_offload, /* equation (1) */
 };

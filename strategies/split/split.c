@@ -4,7 +4,9 @@
  * finish at the same moment, counting the time each rail still needs for
  * what is queued on it, and leaving out rails that would only slow it
  * (strategies/split/plan.c). Eager packets take the idle rail predicted to
- * deliver them first. Options: min_chunk=BYTES (default 16 KiB: with
+ * deliver them first; with offload on, an eager message leaves in parts
+ * from worker threads when that is predicted faster (split_eager_offload).
+ * Options: min_chunk=BYTES (default 16 KiB: with
  * 64 KiB the slow rail's share of 64–128 KiB messages was dropped),
  * max_chunks=N (default 64), busy=0 to plan payloads and place eager
  * packets as if every rail were free (for measuring what busy-until
@@ -96,6 +98,51 @@ static int split_rdv_split(void *state, void *peer,
 	return cnt;
 }
 
+/*
+ * Offload (docs/offload.md): equation (1) with this strategy's parts, the
+ * equal-completion plan over the idle rails (their latency terms count,
+ * which a bandwidth ratio misses on small parts), worth it when the
+ * handoff plus that plan's finish beats the best idle rail alone. Rails
+ * without a sampled model: equation (1) by bandwidth.
+ */
+static int split_eager_offload(void *state, void *peer,
+			       const struct mrail_rail_view *rails, unsigned n,
+			       uint64_t length, double t_offload,
+			       struct mrail_chunk *out, unsigned max)
+{
+	const struct split_state *s = state;
+	struct mrail_split_rail in[MRAIL_MAX_RAILS];
+	unsigned map[MRAIL_MAX_RAILS], m = 0;
+	double single = -1, t;
+	for (unsigned i = 0; i < n && i < MRAIL_MAX_RAILS; i++) {
+		if (!rails[i].idle)
+			continue;
+		if (!rails[i].model)
+			return mrail_strategy_eager_offload(state, peer, rails,
+							    n, length,
+							    t_offload, out,
+							    max);
+		double b = s->use_busy ? rails[i].busy_until : 0;
+		double f = b + rails[i].predict(&rails[i], length);
+		if (single < 0 || f < single)
+			single = f;
+		in[m] = (struct mrail_split_rail){rails[i].model, b,
+						  rails[i].time_scale};
+		map[m++] = i;
+	}
+	/* Parts of at least 64 bytes: below, a part's fixed costs are all
+	 * there is to it. */
+	struct mrail_split_params p = {.min_chunk = 64, .max_chunks = max};
+	if (m < 2 || max < 2)
+		return 0;
+	int k = mrail_split_plan(in, m, length, &p, out, &t);
+	if (k < 2 || t + t_offload >= single)
+		return 0;
+	for (int i = 0; i < k; i++)
+		out[i].rail = map[out[i].rail];
+	return k;
+}
+
 const struct mrail_strategy_ops mrail_split_strategy_ops = {
 	.name = "split",
 	.abi_version = MRAIL_STRATEGY_ABI_VERSION,
@@ -103,4 +150,5 @@ const struct mrail_strategy_ops mrail_split_strategy_ops = {
 	.fini = split_fini,
 	.eager_rail = split_eager_rail,
 	.rdv_split = split_rdv_split,
+	.eager_offload = split_eager_offload,
 };

@@ -1,11 +1,14 @@
 /*
  * Eager traffic between every pair of 2..4 processes, random sizes up to
- * the eager limit, contiguous and 3-piece iovec sends, receives posted
- * first, sends first (unexpected) and from any peer; every byte checked.
+ * the eager limit, contiguous and 3-piece iovec sends and receives,
+ * receive buffers too short (truncated: the prefix and MRAIL_ERR_TRUNCATE),
+ * receives posted first, sends first (unexpected) and from any peer;
+ * every byte checked.
  * Run with offload forced and without it: the same checks pass (the
  * content is a deterministic pattern, so "identical results").
  * TEST_OFFLOAD=1: workers must exist and messages must have gone in parts;
- * TEST_OFFLOAD=0: offload must be off.
+ * TEST_OFFLOAD=0: offload must be off; TEST_OFFLOAD=bad: workers exist but
+ * nothing went in parts (the strategy's plans were refused).
  * TEST_SHUTDOWN=1: the senders destroy their engine with sends still in
  * the workers' hands; the receivers must still get every byte.
  */
@@ -47,7 +50,8 @@ static void run_round(mrail_engine_t *e, uint32_t round, size_t max)
 	uint8_t **bufs = calloc(nreq, sizeof *bufs);
 	size_t *lens = calloc(nreq, sizeof *lens);
 	uint64_t *ids = calloc(nreq, sizeof *ids);
-	CHECKF(reqs && st && bufs && lens && ids, "alloc");
+	size_t *sent = calloc(nreq, sizeof *sent);
+	CHECKF(reqs && st && bufs && lens && ids && sent, "alloc");
 
 	for (int pass = 0; pass < 2; pass++) {
 		int recv_pass = round == 1 ? 1 : 0; /* round 1: sends first */
@@ -58,15 +62,35 @@ static void run_round(mrail_engine_t *e, uint32_t round, size_t max)
 				if (pass == recv_pass) {
 					uint64_t id = msg_id(round, p, me, k);
 					size_t len = msg_size(id, max);
-					bufs[q] = malloc(len + 1);
-					lens[q] = len;
+					/* One in 5 buffers is too short
+					 * (truncation), one in 4 is 3 pieces:
+					 * parts land at their offsets. */
+					size_t rlen = k % 5 == 3 ? len / 2 : len;
+					uint8_t *b = malloc(len + 1);
+					bufs[q] = b;
+					lens[q] = rlen;
+					sent[q] = len;
 					ids[q] = id;
 					/* Round 2: any source, told apart by
 					 * tag (source and index). */
-					CHECK_RC(mrail_irecv(e,
-						round == 2 ? MRAIL_ANY_PEER : p,
-						bufs[q], len, id,
-						MRAIL_TAG_MASK_ALL, &reqs[q]));
+					mrail_peer_t src =
+						round == 2 ? MRAIL_ANY_PEER : p;
+					struct iovec v[3] = {
+						{b, rlen / 3},
+						{b + rlen / 3, rlen / 3},
+						{b + 2 * (rlen / 3),
+						 rlen - 2 * (rlen / 3)},
+					};
+					if (k % 4 == 1 && rlen >= 3)
+						CHECK_RC(mrail_irecvv(e, src, v,
+							3, id,
+							MRAIL_TAG_MASK_ALL,
+							&reqs[q]));
+					else
+						CHECK_RC(mrail_irecv(e, src, b,
+							rlen, id,
+							MRAIL_TAG_MASK_ALL,
+							&reqs[q]));
 					q++;
 					continue;
 				}
@@ -93,10 +117,13 @@ static void run_round(mrail_engine_t *e, uint32_t round, size_t max)
 			}
 		}
 	}
-	CHECK_RC(mrail_wait_all(e, (int)q, reqs, st));
+	int rc = mrail_wait_all(e, (int)q, reqs, st);
+	CHECKF(rc == MRAIL_OK || rc == MRAIL_ERR_TRUNCATE, "wait_all: %s",
+	       mrail_strerror(rc));
 	for (unsigned i = 0; i < q; i++) {
-		CHECKF(st[i].error == MRAIL_OK, "request %u failed: %s", i,
-		      mrail_strerror(st[i].error));
+		int want = sent[i] > lens[i] ? MRAIL_ERR_TRUNCATE : MRAIL_OK;
+		CHECKF(st[i].error == want, "request %u: %s, expected %s", i,
+		      mrail_strerror(st[i].error), mrail_strerror(want));
 		if (lens[i] || ids[i]) {
 			CHECKF(st[i].length == lens[i], "length %zu != %zu",
 			      (size_t)st[i].length, lens[i]);
@@ -112,6 +139,7 @@ static void run_round(mrail_engine_t *e, uint32_t round, size_t max)
 	free(bufs);
 	free(lens);
 	free(ids);
+	free(sent);
 }
 
 /* Rank 0 sends a burst to each peer and destroys its engine at once.
@@ -170,7 +198,7 @@ int main(void)
 	if (want && !strcmp(want, "0"))
 		CHECKF(oi.workers == 0, "offload on with %u workers",
 		      oi.workers);
-	if (want && !strcmp(want, "1"))
+	if (want && (!strcmp(want, "1") || !strcmp(want, "bad")))
 		CHECKF(oi.workers >= 2, "offload has %u workers", oi.workers);
 	if (sd && !strcmp(sd, "1")) {
 		shutdown_run(e, max);
@@ -189,6 +217,8 @@ int main(void)
 		CHECKF(oi.messages > 0, "nothing went in parts");
 	if (want && !strcmp(want, "0"))
 		CHECKF(oi.messages == 0, "offloaded with offload off");
+	if (want && !strcmp(want, "bad"))
+		CHECKF(oi.messages == 0, "a refused plan was carried out");
 	CHECK_RC(mrail_engine_destroy(e));
 	return 0;
 }

@@ -262,7 +262,7 @@ int main(void)
 	/* Wrong ABI, found as libmrail-strategy-badabi.so. */
 	CHECK_EQ(create_with("badabi"), MRAIL_ERR_CONFIG);
 	expect_log("libmrail-strategy-badabi.so has strategy ABI 999, this "
-		   "libmrail needs 2");
+		   "libmrail needs 3");
 	/* An op missing. */
 	CHECK_EQ(create_with("noop"), MRAIL_ERR_CONFIG);
 	expect_log("noop.so has no init operation");

@@ -177,6 +177,93 @@ static void test_aggreg(void)
 	CHECK(a->init("chunk=4k", &st) == MRAIL_ERR_CONFIG);
 }
 
+/* eager_offload (offload, equation (1)): parts on distinct idle rails
+ * covering the message when the handoff plus the slowest part beats the
+ * best rail alone; 0 otherwise. */
+static void check_parts(const struct mrail_chunk *c, int k,
+			const struct mrail_rail_view *v, unsigned n,
+			uint64_t len, unsigned max)
+{
+	uint64_t used = 0;
+	CHECK(k >= 2 && (unsigned)k <= max);
+	check_plan(c, k, n, len);
+	for (int i = 0; i < k; i++) {
+		CHECK(v[c[i].rail].idle);
+		CHECK(!(used & (1ull << c[i].rail)));
+		used |= 1ull << c[i].rail;
+	}
+}
+
+static void test_eager_offload(void)
+{
+	struct mrail_rail_model *fast, *slow;
+	struct mrail_chunk c[MRAIL_MAX_RAILS];
+	void *st;
+	int k;
+	double gain;
+	CHECK(mrail_model_from_nominal(125e6, 10e-6, &fast) == MRAIL_OK);
+	CHECK(mrail_model_from_nominal(50e6, 10e-6, &slow) == MRAIL_OK);
+	struct mrail_rail_view v[3] = {
+		{0, 1, 0, 125e6, 10e-6, 32768, fast, 0, 1, test_predict},
+		{1, 1, 0, 50e6, 10e-6, 32768, slow, 0, 1, test_predict},
+		{2, 1, 0, 50e6, 10e-6, 32768, slow, 0, 1, test_predict},
+	};
+	/* 32 KiB: 272 us on the fast rail alone, ~197 us over both (plus
+	 * 3 us of handoff). */
+	const struct mrail_strategy_ops *split = mrail_strategy_find("split");
+	CHECK(split && split->eager_offload);
+	CHECK(split->init("", &st) == MRAIL_OK);
+	k = split->eager_offload(st, NULL, v, 2, 32768, 3e-6, c, 2);
+	check_parts(c, k, v, 2, 32768, 2);
+	CHECK(c[0].rail == 0 && c[0].length > c[1].length); /* 125:50 */
+	/* Three idle rails but two workers: at most two parts. */
+	k = split->eager_offload(st, NULL, v, 3, 32768, 3e-6, c, 2);
+	check_parts(c, k, v, 3, 32768, 2);
+	k = split->eager_offload(st, NULL, v, 3, 32768, 3e-6, c, 3);
+	check_parts(c, k, v, 3, 32768, 3);
+	CHECK(k == 3);
+	/* 64 B: the latency terms dominate, no gain; a handoff dearer than
+	 * the whole transfer; one idle rail only: whole. */
+	CHECK(split->eager_offload(st, NULL, v, 2, 64, 3e-6, c, 2) == 0);
+	CHECK(split->eager_offload(st, NULL, v, 2, 32768, 1e-3, c, 2) == 0);
+	v[1].idle = 0;
+	CHECK(split->eager_offload(st, NULL, v, 2, 32768, 3e-6, c, 2) == 0);
+	v[1].idle = 1;
+	/* The busy fast rail: its busy_until counts. */
+	v[0].busy_until = 1e-3;
+	k = split->eager_offload(st, NULL, v, 3, 32768, 3e-6, c, 3);
+	CHECK(k == 0 || c[0].rail != 0 || c[0].length < 16384);
+	v[0].busy_until = 0;
+	split->fini(st);
+
+	/* Equation (1) by bandwidth (rails without a model, and the ops of
+	 * iso, bw and greedy). */
+	v[0].model = v[1].model = v[2].model = NULL;
+	k = mrail_strategy_offload_plan(v, 2, 32768, 3e-6, 0, c, 2, &gain);
+	check_parts(c, k, v, 2, 32768, 2);
+	CHECK(gain > 50e-6);
+	CHECK(mrail_strategy_offload_plan(v, 2, 64, 3e-6, 0, c, 2, &gain) == 0);
+	CHECK(gain < 0);
+	/* force (tests): parts even at a loss, as many as allowed. */
+	k = mrail_strategy_offload_plan(v, 3, 64, 3e-6, 1, c, 3, NULL);
+	check_parts(c, k, v, 3, 64, 3);
+	CHECK(k == 3);
+	CHECK(mrail_strategy_offload_plan(v, 3, 1, 0, 1, c, 3, NULL) == 0);
+	static const char *const with[] = {"iso", "bw", "greedy"};
+	for (unsigned i = 0; i < 3; i++) {
+		const struct mrail_strategy_ops *s = mrail_strategy_find(with[i]);
+		CHECK(s && s->eager_offload);
+		k = s->eager_offload(NULL, NULL, v, 2, 32768, 3e-6, c, 2);
+		check_parts(c, k, v, 2, 32768, 2);
+	}
+	/* One rail by design, or aggregation on the fastest: never parts. */
+	static const char *const without[] = {"single", "pin", "aggreg"};
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(mrail_strategy_find(without[i])->eager_offload == NULL);
+	mrail_model_free(fast);
+	mrail_model_free(slow);
+}
+
 int main(void)
 {
 	/* index, idle, backlog, bandwidth, latency, eager_max, model,
@@ -293,6 +380,7 @@ int main(void)
 	CHECK(split->init("busy=2", &st) == MRAIL_ERR_CONFIG);
 	mrail_model_free(fast);
 	mrail_model_free(slow);
+	test_eager_offload();
 	puts("test_strategy: ok");
 	return 0;
 }
