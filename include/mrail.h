@@ -535,9 +535,11 @@ struct mrail_offload_info {
 	                            said whole (equation (1) said no) */
 	double lock_wait;        /* s workers waited for the engine lock */
 	uint64_t lock_takes;
-	uint64_t vetoed;         /* the strategy said parts, but measured
-	                            sending in parts was slower for that size
-	                            (docs/offload.md, "Measured guard") */
+	uint64_t vetoed;         /* sent whole because of what sending in
+	                            parts measured for that size (docs/
+	                            offload.md, "Measured guard"): the
+	                            strategy, told that cost, said whole, or
+	                            its plan was vetoed */
 	uint64_t parks;          /* times the workers were stopped for having
 	                            had nothing to do */
 };

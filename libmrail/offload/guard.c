@@ -12,8 +12,11 @@
  * slow NIC's wire time can still justify parts that cost this core
  * more), and probed again now and then in
  * case the load changed -- unless the workers were parked for having
- * nothing to do (worker.c), when the verdicts stand. Engine lock held
- * for all but guard_init.
+ * nothing to do (worker.c), when the verdicts stand. Once a class is
+ * judged the strategy is told that measured cost in place of T_O
+ * (guard_handoff), so it declines what would be vetoed before planning:
+ * a plan costs microseconds, and a vetoed class asked for one on every
+ * message. Engine lock held for all but guard_init.
  */
 #include "libmrail/offload/offload.h"
 #include "util/clock.h"
@@ -83,6 +86,36 @@ void guard_note_parts(struct offload_guard *g, uint64_t len, double s)
 {
 	unsigned c = size_class(len);
 	note(&g->parts[c], &g->nparts[c], s + (double)len / g->copy_bw);
+}
+
+static int judged(const struct offload_guard *g, unsigned c)
+{
+	return g->nparts[c] >= GUARD_MIN_SAMPLES &&
+	       g->nwhole[c] >= GUARD_MIN_SAMPLES;
+}
+
+double guard_handoff(struct offload_guard *g, uint64_t len, double t_o,
+		     double t_single, int *probe)
+{
+	unsigned c = size_class(len);
+	*probe = 0;
+	if (!judged(g, c))
+		return t_o;
+	double cost = g->parts[c] - g->whole[c] + (1 - GUARD_MARGIN) * t_single;
+	if (cost <= t_o)
+		return t_o;
+	if (!g->parked && ++g->since_probe[c] >= GUARD_PROBE_EVERY) {
+		g->since_probe[c] = 0;
+		g->probes++;
+		*probe = 1;
+		return t_o;
+	}
+	return cost;
+}
+
+void guard_note_declined(struct offload_guard *g)
+{
+	g->vetoed++;
 }
 
 int guard_allows(struct offload_guard *g, uint64_t len, double wire_gain,

@@ -86,6 +86,15 @@ void guard_init(struct offload_guard *g);
  * not worth it (or whole still to be sampled). */
 int guard_allows(struct offload_guard *g, uint64_t len, double wire_gain,
 		 double t_single);
+/* Before asking the strategy: the handoff cost to tell it for len bytes
+ * (t_single: predicted time whole). t_o while the class is sampled; once
+ * judged, what parts measured costing beyond whole plus the margin, if
+ * more, so the strategy declines what guard_allows would veto; but one
+ * message in GUARD_PROBE_EVERY (*probe = 1, not when parked) gets t_o. */
+double guard_handoff(struct offload_guard *g, uint64_t len, double t_o,
+		     double t_single, int *probe);
+/* The strategy declined a message it was told the measured cost for. */
+void guard_note_declined(struct offload_guard *g);
 /* What it cost to hand len bytes to the drivers, whole or in parts. */
 /* 1: time this whole message (guard_note_whole). */
 int guard_wants_whole(struct offload_guard *g, uint64_t len);

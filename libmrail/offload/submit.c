@@ -87,14 +87,27 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 	for (unsigned i = 0; i < o->nworkers; i++)
 		if ((idle & ((uint64_t)1 << i)) && offload_t_o(o, i) > t_o)
 			t_o = offload_t_o(o, i);
-	/* The strategy decides (MRAIL_OFFLOAD_FORCE: tests split anyway). */
+	double single = 0, slowest = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (views[i].idle && (single == 0 ||
+				      finish(&views[i], r->len) < single))
+			single = finish(&views[i], r->len);
+	/* The strategy decides (MRAIL_OFFLOAD_FORCE: tests split anyway),
+	 * told what the guard measured handing off costs once it knows. */
+	int probe = 0;
+	double t_told = o->force ? t_o
+				 : guard_handoff(&o->guard, r->len, t_o, single,
+						 &probe);
 	int k = o->force ? mrail_strategy_offload_plan(views, n, r->len, t_o,
 						       1, ch, max, NULL)
 			 : s->eager_offload(e->strategy_state,
 					    g->strategy_peer, views, n,
-					    r->len, t_o, ch, max);
+					    r->len, t_told, ch, max);
 	if (k == 0) {
-		o->declined++;
+		if (t_told > t_o)
+			guard_note_declined(&o->guard);
+		else
+			o->declined++;
 		return 0;
 	}
 	const char *fault = plan_fault(views, n, r->len, ch, k, max);
@@ -106,16 +119,12 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 		return 0;
 	}
 	/* What the engine predicts of that plan, for the guard. */
-	double single = 0, slowest = 0;
-	for (unsigned i = 0; i < n; i++)
-		if (views[i].idle && (single == 0 ||
-				      finish(&views[i], r->len) < single))
-			single = finish(&views[i], r->len);
 	for (int i = 0; i < k; i++)
 		if (finish(&views[ch[i].rail], ch[i].length) > slowest)
 			slowest = finish(&views[ch[i].rail], ch[i].length);
 	double gain = single - (slowest + t_o);
 	int allowed = o->force ? 1
+		      : probe  ? 2
 			       : guard_allows(&o->guard, r->len, gain + t_o,
 					      single);
 	if (!allowed)

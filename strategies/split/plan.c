@@ -117,26 +117,57 @@ static void spread(uint64_t *a, const uint64_t *room,
 			a[i] = sign > 0 ? a[i] + given[i] : a[i] - given[i];
 }
 
-int mrail_split_plan(const struct mrail_split_rail *rails, unsigned n,
-		     uint64_t length, const struct mrail_split_params *p,
-		     struct mrail_chunk *out, double *finish)
+static int valid(const struct mrail_split_rail *rails, unsigned n,
+		 uint64_t length)
 {
-	if (!rails || !out || n == 0 || n > MRAIL_MAX_RAILS || length == 0)
-		return MRAIL_ERR_INVALID;
+	if (!rails || n == 0 || n > MRAIL_MAX_RAILS || length == 0)
+		return 0;
 	for (unsigned i = 0; i < n; i++)
 		if (!rails[i].model || !isfinite(rails[i].busy_until) ||
 		    rails[i].busy_until < 0 || !isfinite(rails[i].scale) ||
 		    rails[i].scale < 0)
-			return MRAIL_ERR_INVALID;
+			return 0;
+	return 1;
+}
 
-	uint64_t m = p && p->min_chunk > 1 ? p->min_chunk : 1;
-	if (m > length)
-		m = length;
-	unsigned k = n;
-	if (p && p->max_chunks && p->max_chunks < k)
-		k = p->max_chunks;
-	if (length / m < k)
-		k = (unsigned)(length / m);
+/* The minimum chunk and the chunk count cap the plan works with. */
+static void limits(unsigned n, uint64_t length,
+		   const struct mrail_split_params *p, uint64_t *m,
+		   unsigned *k)
+{
+	*m = p && p->min_chunk > 1 ? p->min_chunk : 1;
+	if (*m > length)
+		*m = length;
+	*k = n;
+	if (p && p->max_chunks && p->max_chunks < *k)
+		*k = p->max_chunks;
+	if (length / *m < *k)
+		*k = (unsigned)(length / *m);
+}
+
+int mrail_split_parts_by(const struct mrail_split_rail *rails, unsigned n,
+			 uint64_t length, const struct mrail_split_params *p,
+			 double t)
+{
+	uint64_t m;
+	unsigned k;
+	if (!valid(rails, n, length) || !(t > 0))
+		return 0;
+	limits(n, length, p, &m, &k);
+	return k >= 2 && feasible(rails, n, t, m, length, k);
+}
+
+int mrail_split_plan(const struct mrail_split_rail *rails, unsigned n,
+		     uint64_t length, const struct mrail_split_params *p,
+		     struct mrail_chunk *out, double *finish)
+{
+	if (!out || !valid(rails, n, length))
+		return MRAIL_ERR_INVALID;
+
+	uint64_t m;
+	unsigned k;
+	limits(n, length, p, &m, &k);
+	double tol = p && p->rel_tol > 0 ? p->rel_tol : SPLIT_REL_TOL;
 
 	/* The best single rail: the upper bound, and the answer on a tie. */
 	unsigned best = 0;
@@ -158,7 +189,7 @@ int mrail_split_plan(const struct mrail_split_rail *rails, unsigned n,
 		} else {
 			/* infeasible(lo), feasible(hi) */
 			for (int it = 0; it < SPLIT_MAX_ITER; it++) {
-				if (hi - lo <= SPLIT_REL_TOL * hi)
+				if (hi - lo <= tol * hi)
 					break;
 				double mid = lo + (hi - lo) / 2;
 				if (mid <= lo || mid >= hi)

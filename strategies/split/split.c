@@ -132,8 +132,10 @@ static int split_eager_offload(void *state, void *peer,
 	}
 	/* Parts of at least 64 bytes: below, a part's fixed costs are all
 	 * there is to it. */
-	struct mrail_split_params p = {.min_chunk = 64, .max_chunks = max};
-	if (m < 2 || max < 2)
+	struct mrail_split_params p = {.min_chunk = 64, .max_chunks = max,
+				       .rel_tol = 1e-3};
+	if (m < 2 || max < 2 ||
+	    !mrail_split_parts_by(in, m, length, &p, single - t_offload))
 		return 0;
 	int k = mrail_split_plan(in, m, length, &p, out, &t);
 	if (k < 2 || t + t_offload >= single)

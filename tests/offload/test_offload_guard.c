@@ -4,7 +4,8 @@
  * then a class is vetoed unless the model's gain from the rails working
  * at once, less what parts measured beyond whole on this side, is still
  * 3 % of the whole time; a vetoed class is probed every 256 messages
- * unless the workers were parked.
+ * unless the workers were parked; the strategy is told the measured cost
+ * in place of T_O once a class is judged (guard_handoff).
  */
 #include "libmrail/offload/offload.h"
 #include "../check.h"
@@ -68,6 +69,33 @@ int main(void)
 	for (int i = 0; i < 1024; i++)
 		probes += guard_allows(&g, 4096, 1e-6, 10e-6) != 0;
 	CHECK_EQ(probes, 0);
+
+	/* What the strategy is told handing off costs: T_O until a class
+	 * is judged, then the measured extra cost of parts plus the margin
+	 * (so it declines by itself), T_O again for one message in 256 (a
+	 * probe), never a probe with the workers parked. */
+	struct offload_guard k;
+	int probe;
+	guard_init(&k);
+	k.copy_bw = 1e30;
+	CHECK(guard_handoff(&k, 4096, 3e-6, 10e-6, &probe) == 3e-6 && !probe);
+	samples(&k, 4096, 2e-6, 10e-6, 8); /* parts cost 8 us more */
+	double told = guard_handoff(&k, 4096, 3e-6, 10e-6, &probe);
+	CHECK(told > 8.29e-6 && told < 8.31e-6 && !probe);
+	samples(&k, 16384, 10e-6, 11e-6, 8); /* 1 us more: below T_O */
+	CHECK(guard_handoff(&k, 16384, 3e-6, 10e-6, &probe) == 3e-6);
+	probes = 0;
+	for (int i = 0; i < 1023; i++) {
+		told = guard_handoff(&k, 4096, 3e-6, 10e-6, &probe);
+		CHECK(probe ? told == 3e-6 : told > 8e-6);
+		probes += (unsigned)probe;
+	}
+	CHECK_EQ(probes, 4);
+	k.parked = 1;
+	for (int i = 0; i < 1024; i++) {
+		guard_handoff(&k, 4096, 3e-6, 10e-6, &probe);
+		CHECK(!probe);
+	}
 
 	/* Once a class is known, one whole message in 16 is timed. */
 	unsigned timed = 0;

@@ -156,7 +156,7 @@ static double plan(const struct mrail_split_rail *r, unsigned n, uint64_t len,
 		   uint64_t min_chunk, unsigned max_chunks, uint64_t *sizes,
 		   int *count)
 {
-	struct mrail_split_params p = {min_chunk, max_chunks};
+	struct mrail_split_params p = {min_chunk, max_chunks, 0};
 	struct mrail_chunk out[MAXR + 1], again[MAXR + 1];
 	memset(out, 0xa5, sizeof out);
 	double fin = -1, fin2 = -1;
