@@ -98,6 +98,18 @@ int main(int argc, char **argv)
 		       (unsigned long long)oi.vetoed,
 		       (unsigned long long)oi.parks,
 		       oi.lock_takes ? oi.lock_wait / oi.lock_takes * 1e6 : 0);
+	/* Where the messages went: a strategy that puts eager messages on a
+	 * slow rail shows here. */
+	if (me == 0) {
+		printf("# rank 0 sent, per rail:");
+		for (int i = 0; i < mrail_rail_count(e, peer); i++) {
+			struct mrail_rail_stats st;
+			if (mrail_rail_stats(e, peer, i, &st) == MRAIL_OK)
+				printf(" r%d %llu msgs", i,
+				       (unsigned long long)st.tx_msgs);
+		}
+		printf("\n");
+	}
 	mrail_engine_destroy(e);
 	return 0;
 }
