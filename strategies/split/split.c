@@ -6,11 +6,10 @@
  * (strategies/split/plan.c). Eager packets take the idle rail predicted to
  * deliver them first; with offload on, an eager message leaves in parts
  * from worker threads when that is predicted faster (split_eager_offload).
- * Options: min_chunk=BYTES (default 16 KiB: with
- * 64 KiB the slow rail's share of 64–128 KiB messages was dropped),
- * max_chunks=N (default 64), busy=0 to plan payloads and place eager
- * packets as if every rail were free (for measuring what busy-until
- * accounting brings).
+ * Options: min_chunk=BYTES (default 16 KiB: with 64 KiB the slow rail's
+ * share of 64–128 KiB messages was dropped), max_chunks=N (default 64),
+ * busy=0 to plan payloads and place eager packets as if every rail were
+ * free (for measuring what busy-until accounting brings).
  */
 #include "mrail.h"
 #include "sampler/predict.h"
