@@ -122,10 +122,10 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 	for (int i = 0; i < k; i++)
 		if (finish(&views[ch[i].rail], ch[i].length) > slowest)
 			slowest = finish(&views[ch[i].rail], ch[i].length);
-	double gain = single - (slowest + t_o);
+	double wire_gain = single - slowest; /* before the handoff */
 	int allowed = o->force ? 1
 		      : probe  ? 2
-			       : guard_allows(&o->guard, r->len, gain + t_o,
+			       : guard_allows(&o->guard, r->len, wire_gain,
 					      single);
 	if (!allowed)
 		return 0;
@@ -173,6 +173,6 @@ int offload_try(struct mrail_engine *e, struct gate *g,
 		o->unused = 0;
 	mrail_trace("offload: seq %llu, %llu bytes in %d parts (predicted "
 		    "gain %.2f us)", (unsigned long long)r->seq,
-		    (unsigned long long)r->len, k, gain * 1e6);
+		    (unsigned long long)r->len, k, (wire_gain - t_o) * 1e6);
 	return 1;
 }
