@@ -3,10 +3,9 @@
  * progress loop. Sending is in tcp_send.c, receiving in tcp_recv.c,
  * addresses in tcp_addr.c; docs/driver-tcp.md describes the wire format.
  *
- * Lifetime rule that makes re-entrant upcalls safe: ep_close() called while
- * progress() runs only marks the endpoint closed and parks it on
- * drv->zombies; the memory is freed when the outermost progress() returns,
- * so code that made an upcall may still look at ep->state afterwards.
+ * Endpoint lifetime, the send queue and completions, epoll and listeners
+ * are drivers/common's; this file gives them the TCP parts through
+ * tcp_hooks.
  */
 #include "drivers/tcp/tcp_internal.h"
 #include "util/log.h"
@@ -25,143 +24,56 @@
 
 /* ---- endpoint bookkeeping ---------------------------------------------- */
 
+static void tcp_attend(struct dc_ep *dc);
+static void tcp_ep_events(struct dc_ep *dc, uint32_t events);
+static struct dc_ep *tcp_accept(struct dc_drv *dc, struct dc_listener *l,
+				int fd);
+
 static struct mrail_drv_ep *ep_new(struct mrail_drv *drv, int fd,
-				   enum tcp_ep_state state, void *ctx)
+				   enum dc_ep_state state, void *ctx)
 {
 	struct mrail_drv_ep *ep = calloc(1, sizeof *ep);
 	if (!ep)
 		return NULL;
-	ep->poll.kind = TCP_OBJ_EP;
-	ep->poll.fd = fd;
-	ep->drv = drv;
-	ep->ctx = ctx;
-	ep->state = state;
-	ep->next = drv->eps;
-	if (drv->eps)
-		drv->eps->prev = ep;
-	drv->eps = ep;
+	dc_ep_add(&drv->dc, &ep->dc, fd, state, ctx);
 	return ep;
 }
 
-static void ep_unlink(struct mrail_drv_ep *ep)
+static void ep_free(struct dc_ep *dc)
 {
-	struct mrail_drv *drv = ep->drv;
+	struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc;
 
-	if (ep->prev)
-		ep->prev->next = ep->next;
-	else
-		drv->eps = ep->next;
-	if (ep->next)
-		ep->next->prev = ep->prev;
-	ep->prev = ep->next = NULL;
-}
-
-static void ep_forget_attention(struct mrail_drv_ep *ep)
-{
-	struct mrail_drv_ep **pp = &ep->drv->attention;
-
-	if (!ep->needs_attention)
-		return;
-	while (*pp && *pp != ep)
-		pp = &(*pp)->attention_next;
-	if (*pp)
-		*pp = ep->attention_next;
-	ep->needs_attention = false;
-	ep->attention_next = NULL;
-}
-
-static void ep_free(struct mrail_drv_ep *ep)
-{
 	tcp_rx_free(ep);
 	free(ep);
 }
 
-void tcp_ep_need_attention(struct mrail_drv_ep *ep)
-{
-	if (ep->needs_attention)
-		return;
-	ep->needs_attention = true;
-	ep->attention_next = ep->drv->attention;
-	ep->drv->attention = ep;
-}
-
-static uint32_t ep_wanted_events(const struct mrail_drv_ep *ep)
+static uint32_t ep_wanted_events(const struct dc_ep *ep)
 {
 	switch (ep->state) {
-	case TCP_EP_CONNECTING:
-		return ep->early_connect_errno ? 0 : EPOLLOUT;
-	case TCP_EP_CONNECTED:
+	case DC_EP_CONNECTING:
+		return ep->connect_errno ? 0 : EPOLLOUT;
+	case DC_EP_CONNECTED:
 		return EPOLLIN | (ep->sq_head ? EPOLLOUT : 0);
 	default:
 		return 0;
 	}
 }
 
-/*
- * Only touches epoll when the wanted set changes (a send queue appears or
- * drains), so the latency path of send/recv makes no epoll_ctl call.
- */
-void tcp_ep_update_events(struct mrail_drv_ep *ep)
-{
-	uint32_t want = ep_wanted_events(ep);
-	struct epoll_event ev = {.events = want, .data.ptr = ep};
-	int op;
-
-	if (want == ep->ev_mask)
-		return;
-	op = !ep->ev_mask ? EPOLL_CTL_ADD : !want ? EPOLL_CTL_DEL
-						  : EPOLL_CTL_MOD;
-	if (epoll_ctl(ep->drv->epfd, op, ep->poll.fd, &ev) < 0) {
-		int err = errno;
-		mrail_error("tcp: epoll_ctl on connection %s -> %s: %s",
-			    ep->local_name, ep->remote_name, strerror(err));
-		/* Without epoll the connection would hang: fail it. */
-		if (want && ep->state == TCP_EP_CONNECTING) {
-			ep->early_connect_errno = err;
-			tcp_ep_need_attention(ep);
-		} else if (want && ep->state == TCP_EP_CONNECTED) {
-			ep->send_errno = err;
-			tcp_ep_need_attention(ep);
-		}
-		if (op != EPOLL_CTL_DEL)
-			return;
-	}
-	ep->ev_mask = want;
-}
-
-void tcp_ep_fail(struct mrail_drv_ep *ep, int status, const char *fmt, ...)
-{
-	char why[256];
-	va_list ap;
-
-	if (ep->state != TCP_EP_CONNECTED)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	if (status == MRAIL_ERR_PROTO)
-		mrail_warn("tcp: %s", why);
-	else
-		mrail_info("tcp: %s", why);
-
-	ep->state = TCP_EP_FAILED;
-	tcp_ep_update_events(ep); /* stop reading and writing */
-	/* Frames that did leave are reported before the error. */
-	tcp_report_done_of(ep);
-	if (ep->state == TCP_EP_CLOSED)
-		return;
-	ep->drv->base.up->ep_error(ep->ctx, status, why);
-	if (ep->state == TCP_EP_CLOSED)
-		return;
-	tcp_sendq_fail(ep, status);
-}
+static const struct dc_hooks tcp_hooks = {
+	.name = "tcp",
+	.ep_free = ep_free,
+	.ep_attend = tcp_attend,
+	.ep_wanted_events = ep_wanted_events,
+	.ep_events = tcp_ep_events,
+	.ep_accept = tcp_accept,
+};
 
 static void ep_flush_or_fail(struct mrail_drv_ep *ep)
 {
 	int rc = tcp_flush(ep);
 	if (rc < 0)
 		tcp_ep_fail(ep, MRAIL_ERR_PEER, "send to %s failed: %s",
-			    ep->remote_name, strerror(-rc));
+			    ep->dc.remote_name, strerror(-rc));
 }
 
 /* ---- socket set-up ----------------------------------------------------- */
@@ -319,13 +231,11 @@ static int tcp_open(const struct mrail_drv_open_args *args,
 		free(drv);
 		return MRAIL_ERR_CONFIG;
 	}
-	drv->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (drv->epfd < 0) {
-		mrail_error("tcp: epoll_create1: %s", strerror(errno));
+	dc_drv_init(&drv->dc, &tcp_hooks, &mrail_tcp_driver_ops, args);
+	if (dc_epoll_open(&drv->dc) < 0) {
 		free(drv);
 		return MRAIL_ERR_IO;
 	}
-	mrail_drv_base_init(&drv->base, &mrail_tcp_driver_ops, args);
 	*out = drv;
 	return 0;
 }
@@ -351,7 +261,7 @@ static void tcp_ep_query(struct mrail_drv_ep *ep, struct mrail_drv_ep_info *info
 {
 	socklen_t len = sizeof info->local;
 	memset(info, 0, sizeof *info);
-	info->fd = ep ? ep->poll.fd : -1;
+	info->fd = ep ? ep->dc.poll.fd : -1;
 	if (info->fd < 0)
 		return;
 	if (getsockname(info->fd, (struct sockaddr *)&info->local, &len))
@@ -361,35 +271,11 @@ static void tcp_ep_query(struct mrail_drv_ep *ep, struct mrail_drv_ep_info *info
 		info->remote.ss_family = 0;
 }
 
-static void tcp_ep_close(struct mrail_drv_ep *ep);
-
-static void free_zombies(struct mrail_drv *drv)
-{
-	while (drv->zombies) {
-		struct mrail_drv_ep *ep = drv->zombies;
-		drv->zombies = ep->next;
-		ep_free(ep);
-	}
-}
-
 static void tcp_close(struct mrail_drv *drv)
 {
-	struct mrail_drv_ep *ep, *next;
-
 	if (!drv)
 		return;
-	for (ep = drv->eps; ep; ep = next) {
-		next = ep->next;
-		tcp_ep_close(ep);
-	}
-	free_zombies(drv);
-	for (int i = 0; i < drv->nlisteners; i++) {
-		close(drv->listeners[i]->poll.fd);
-		free(drv->listeners[i]);
-	}
-	free(drv->listeners);
-	tcp_send_pool_free(drv);
-	close(drv->epfd);
+	dc_drv_fini(&drv->dc);
 	free(drv);
 }
 
@@ -398,8 +284,9 @@ static void tcp_query_caps(struct mrail_drv *drv, struct mrail_drv_caps *caps)
 	double bw = 0;
 
 	/* Caps are per instance: report the slowest interface we know. */
-	for (int i = 0; drv && i < drv->nlisteners; i++) {
-		double b = drv->listeners[i]->bandwidth;
+	for (int i = 0; drv && i < drv->dc.nlisteners; i++) {
+		double b =
+			((struct tcp_listener *)drv->dc.listeners[i])->bandwidth;
 		if (b > 0 && (bw == 0 || b < bw))
 			bw = b;
 	}
@@ -415,29 +302,10 @@ static void tcp_query_caps(struct mrail_drv *drv, struct mrail_drv_caps *caps)
 
 static int tcp_wait_fd(struct mrail_drv *drv)
 {
-	return drv->epfd;
+	return drv->dc.epfd;
 }
 
 /* ---- listeners --------------------------------------------------------- */
-
-static int add_listener(struct mrail_drv *drv, struct tcp_listener *l)
-{
-	struct tcp_listener **grown;
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
-
-	grown = realloc(drv->listeners,
-			(size_t)(drv->nlisteners + 1) * sizeof *grown);
-	if (!grown)
-		return MRAIL_ERR_NOMEM;
-	drv->listeners = grown;
-	if (epoll_ctl(drv->epfd, EPOLL_CTL_ADD, l->poll.fd, &ev) < 0) {
-		mrail_error("tcp: epoll_ctl for listener %s: %s", l->name,
-			    strerror(errno));
-		return MRAIL_ERR_IO;
-	}
-	drv->listeners[drv->nlisteners] = l;
-	return drv->nlisteners++;
-}
 
 static int bind_listening_socket(struct mrail_drv *drv,
 				 struct sockaddr_storage *ss, socklen_t *sl)
@@ -489,75 +357,43 @@ static int tcp_listen(struct mrail_drv *drv, const char *local, void *addr,
 		close(fd);
 		return MRAIL_ERR_NOMEM;
 	}
-	l->poll.kind = TCP_OBJ_LISTENER;
-	l->poll.fd = fd;
-	tcp_sockaddr_name(&ss, l->name, sizeof l->name);
+	l->dc.poll.fd = fd;
+	tcp_sockaddr_name(&ss, l->dc.name, sizeof l->dc.name);
 	l->bandwidth = tcp_addr_bandwidth(&ss);
 	rc = tcp_blob_encode(&ss, addr, addr_len);
 	if (rc == 0)
-		rc = add_listener(drv, l);
+		rc = dc_listener_add(&drv->dc, &l->dc);
 	if (rc < 0) {
 		close(fd);
 		free(l);
 		return rc;
 	}
 	if (name && name_len)
-		snprintf(name, name_len, "%s", l->name);
-	mrail_debug("tcp: listening on %s", l->name);
+		snprintf(name, name_len, "%s", l->dc.name);
+	mrail_debug("tcp: listening on %s", l->dc.name);
 	return rc;
 }
 
-static void accept_one(struct mrail_drv *drv, int fd)
+static struct dc_ep *tcp_accept(struct dc_drv *dc, struct dc_listener *l,
+				int fd)
 {
+	struct mrail_drv *drv = (struct mrail_drv *)dc;
 	struct mrail_drv_ep *ep;
-	void *ctx;
 
+	(void)l;
 	tune_socket(drv, fd);
-	ep = ep_new(drv, fd, TCP_EP_CONNECTED, NULL);
+	ep = ep_new(drv, fd, DC_EP_CONNECTED, NULL);
 	if (!ep) {
 		mrail_error("tcp: out of memory accepting a connection");
 		close(fd);
-		return;
+		return NULL;
 	}
-	tcp_fd_names(fd, ep->local_name, sizeof ep->local_name,
-		     ep->remote_name, sizeof ep->remote_name);
-	tcp_ep_update_events(ep);
-	mrail_debug("tcp: accepted %s on %s", ep->remote_name,
-		    ep->local_name);
-	ctx = drv->base.up->accepted(drv->base.engine_ctx, ep);
-	if (ep->state == TCP_EP_CLOSED)
-		return;
-	if (!ctx) {
-		tcp_ep_close(ep);
-		return;
-	}
-	ep->ctx = ctx;
-}
-
-static int listener_accept(struct mrail_drv *drv, struct tcp_listener *l)
-{
-	int n = 0;
-
-	while (n < TCP_ACCEPT_BUDGET) {
-		int fd = accept4(l->poll.fd, NULL, NULL,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			/* EMFILE and friends repeat on every progress
-			 * call while the connection waits: log once. */
-			if (errno != EAGAIN && errno != l->accept_errno)
-				mrail_warn("tcp: accept on %s: %s", l->name,
-					   strerror(errno));
-			if (errno != EAGAIN)
-				l->accept_errno = errno;
-			break;
-		}
-		l->accept_errno = 0;
-		accept_one(drv, fd);
-		n++;
-	}
-	return n;
+	tcp_fd_names(fd, ep->dc.local_name, sizeof ep->dc.local_name,
+		     ep->dc.remote_name, sizeof ep->dc.remote_name);
+	dc_ep_update_events(&ep->dc);
+	mrail_debug("tcp: accepted %s on %s", ep->dc.remote_name,
+		    ep->dc.local_name);
+	return &ep->dc;
 }
 
 /* ---- outgoing connections ---------------------------------------------- */
@@ -635,125 +471,56 @@ static int tcp_connect(struct mrail_drv *drv, const char *local,
 			return rc;
 		}
 	}
-	ep = ep_new(drv, fd, TCP_EP_CONNECTING, ep_ctx);
+	ep = ep_new(drv, fd, DC_EP_CONNECTING, ep_ctx);
 	if (!ep) {
 		close(fd);
 		return MRAIL_ERR_NOMEM;
 	}
-	snprintf(ep->remote_name, sizeof ep->remote_name, "%s", remote_name);
+	snprintf(ep->dc.remote_name, sizeof ep->dc.remote_name, "%s",
+		 remote_name);
 	if (connect(fd, (struct sockaddr *)&remote, rl) < 0 &&
 	    errno != EINPROGRESS && errno != EINTR) {
 		/* Reported by the next progress: upcalls never come from
 		 * inside connect. */
-		ep->early_connect_errno = errno;
-		tcp_ep_need_attention(ep);
+		ep->dc.connect_errno = errno;
+		dc_ep_need_attention(&ep->dc);
 	}
-	tcp_fd_names(fd, ep->local_name, sizeof ep->local_name, NULL, 0);
-	tcp_ep_update_events(ep);
+	tcp_fd_names(fd, ep->dc.local_name, sizeof ep->dc.local_name, NULL, 0);
+	dc_ep_update_events(&ep->dc);
 	*out = ep;
 	return 0;
 }
 
-static int connect_result(struct mrail_drv_ep *ep, uint32_t events)
-{
-	int err = 0;
-	socklen_t el = sizeof err;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof ss;
-
-	if (ep->early_connect_errno)
-		return ep->early_connect_errno;
-	if (getsockopt(ep->poll.fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
-		return errno;
-	if (err)
-		return err;
-	/* An error event without a pending error: make sure we are up. */
-	if (!(events & EPOLLOUT) &&
-	    getpeername(ep->poll.fd, (struct sockaddr *)&ss, &sl) < 0)
-		return ENOTCONN;
-	return 0;
-}
-
-static void connect_failed(struct mrail_drv_ep *ep, int err)
-{
-	mrail_warn("tcp: connect from %s to %s failed: %s", ep->local_name,
-		   ep->remote_name, strerror(err));
-	ep->state = TCP_EP_FAILED;
-	tcp_ep_update_events(ep);
-	ep->drv->base.up->connected(ep->ctx, MRAIL_ERR_PEER);
-	if (ep->state == TCP_EP_CLOSED)
-		return;
-	tcp_sendq_fail(ep, MRAIL_ERR_PEER);
-}
-
 static void finish_connect(struct mrail_drv_ep *ep, uint32_t events)
 {
-	int err = connect_result(ep, events);
+	int err = ep->dc.connect_errno;
 
+	if (!err)
+		err = dc_sock_connect_result(ep->dc.poll.fd, events);
 	if (err) {
-		connect_failed(ep, err);
+		dc_ep_connect_failed(&ep->dc, err);
 		return;
 	}
-	ep->state = TCP_EP_CONNECTED;
-	tcp_fd_names(ep->poll.fd, ep->local_name, sizeof ep->local_name, NULL,
-		     0);
-	mrail_debug("tcp: connected %s -> %s", ep->local_name,
-		    ep->remote_name);
-	ep->drv->base.up->connected(ep->ctx, 0);
-	if (ep->state != TCP_EP_CONNECTED)
+	ep->dc.state = DC_EP_CONNECTED;
+	tcp_fd_names(ep->dc.poll.fd, ep->dc.local_name,
+		     sizeof ep->dc.local_name, NULL, 0);
+	mrail_debug("tcp: connected %s -> %s", ep->dc.local_name,
+		    ep->dc.remote_name);
+	ep->dc.drv->base.up->connected(ep->dc.ctx, 0);
+	if (ep->dc.state != DC_EP_CONNECTED)
 		return;
-	tcp_ep_update_events(ep);
-	if (ep->sq_head)
+	dc_ep_update_events(&ep->dc);
+	if (ep->dc.sq_head)
 		ep_flush_or_fail(ep);
-}
-
-/* ---- endpoint operations ----------------------------------------------- */
-
-static void tcp_ep_set_ctx(struct mrail_drv_ep *ep, void *ep_ctx)
-{
-	if (ep)
-		ep->ctx = ep_ctx;
-}
-
-static void tcp_ep_names(struct mrail_drv_ep *ep, char *local, size_t llen,
-			 char *remote, size_t rlen)
-{
-	if (local && llen)
-		snprintf(local, llen, "%s", ep ? ep->local_name : "?");
-	if (remote && rlen)
-		snprintf(remote, rlen, "%s", ep ? ep->remote_name : "?");
-}
-
-static void tcp_ep_close(struct mrail_drv_ep *ep)
-{
-	struct mrail_drv *drv;
-
-	if (!ep || ep->state == TCP_EP_CLOSED)
-		return;
-	drv = ep->drv;
-	ep->state = TCP_EP_CLOSED;
-	/* Explicit removal: a forked child may share the socket, and then
-	 * close() alone would leave it registered. */
-	tcp_ep_update_events(ep);
-	close(ep->poll.fd);
-	ep->poll.fd = -1;
-	tcp_sendq_drop(ep);
-	tcp_drop_done_of(ep);
-	ep_forget_attention(ep);
-	ep_unlink(ep);
-	if (drv->progress_depth > 0) {
-		ep->next = drv->zombies;
-		drv->zombies = ep;
-	} else {
-		ep_free(ep);
-	}
 }
 
 /* ---- progress ---------------------------------------------------------- */
 
-static void ep_handle_events(struct mrail_drv_ep *ep, uint32_t events)
+static void tcp_ep_events(struct dc_ep *dc, uint32_t events)
 {
-	if (ep->state == TCP_EP_CONNECTING) {
+	struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc;
+
+	if (dc->state == DC_EP_CONNECTING) {
 		finish_connect(ep, events);
 		return;
 	}
@@ -766,45 +533,13 @@ static void ep_handle_events(struct mrail_drv_ep *ep, uint32_t events)
 }
 
 /* Failures noticed outside progress (in connect or send). */
-static int handle_attention(struct mrail_drv *drv)
+static void tcp_attend(struct dc_ep *dc)
 {
-	int n = 0;
-
-	while (drv->attention) {
-		struct mrail_drv_ep *ep = drv->attention;
-		drv->attention = ep->attention_next;
-		ep->attention_next = NULL;
-		ep->needs_attention = false;
-		if (ep->state == TCP_EP_CONNECTING)
-			finish_connect(ep, 0);
-		else if (ep->state == TCP_EP_CONNECTED && ep->send_errno)
-			tcp_ep_fail(ep, MRAIL_ERR_PEER,
-				    "send to %s failed: %s", ep->remote_name,
-				    strerror(ep->send_errno));
-		n++;
-	}
-	return n;
-}
-
-static int handle_epoll(struct mrail_drv *drv)
-{
-	struct epoll_event evs[TCP_EPOLL_BATCH];
-	int nev = epoll_wait(drv->epfd, evs, TCP_EPOLL_BATCH, 0);
-
-	if (nev < 0) {
-		if (errno != EINTR)
-			mrail_error("tcp: epoll_wait: %s", strerror(errno));
-		return 0;
-	}
-	for (int i = 0; i < nev; i++) {
-		struct tcp_pollable *obj = evs[i].data.ptr;
-		if (obj->kind == TCP_OBJ_LISTENER)
-			listener_accept(drv, (struct tcp_listener *)obj);
-		else
-			ep_handle_events((struct mrail_drv_ep *)obj,
-					 evs[i].events);
-	}
-	return nev;
+	if (dc->state == DC_EP_CONNECTING)
+		finish_connect((struct mrail_drv_ep *)dc, 0);
+	else if (dc->state == DC_EP_CONNECTED && dc->send_errno)
+		dc_ep_fail(dc, MRAIL_ERR_PEER, false, "send to %s failed: %s",
+			   dc->remote_name, strerror(dc->send_errno));
 }
 
 static int tcp_progress(struct mrail_drv *drv)
@@ -813,14 +548,12 @@ static int tcp_progress(struct mrail_drv *drv)
 
 	/* An upcall that calls progress again would parse a receive buffer
 	 * that the outer call is in the middle of: refuse. */
-	if (!drv || drv->progress_depth > 0)
+	if (!drv || !dc_progress_enter(&drv->dc))
 		return 0;
-	drv->progress_depth++;
-	n = drv->attention ? handle_attention(drv) : 0;
-	n += handle_epoll(drv);
-	n += tcp_run_completions(drv);
-	drv->progress_depth--;
-	free_zombies(drv);
+	n = drv->dc.attention ? dc_attend(&drv->dc) : 0;
+	n += dc_epoll_dispatch(&drv->dc);
+	n += dc_run_completions(&drv->dc);
+	dc_progress_leave(&drv->dc);
 	return n;
 }
 
@@ -832,13 +565,13 @@ const struct mrail_drv_ops mrail_tcp_driver_ops = {
 	.query_caps = tcp_query_caps,
 	.listen = tcp_listen,
 	.connect = tcp_connect,
-	.ep_set_ctx = tcp_ep_set_ctx,
+	.ep_set_ctx = dc_op_ep_set_ctx,
 	.send = tcp_send,
-	.ep_backlog = tcp_ep_backlog,
+	.ep_backlog = dc_op_ep_backlog,
 	.progress = tcp_progress,
 	.wait_fd = tcp_wait_fd,
-	.ep_names = tcp_ep_names,
-	.ep_close = tcp_ep_close,
+	.ep_names = dc_op_ep_names,
+	.ep_close = dc_op_ep_close,
 	.list_rails = tcp_list_rails,
 	.ep_query = tcp_ep_query,
 };

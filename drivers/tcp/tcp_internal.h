@@ -7,6 +7,7 @@
 #ifndef MRAIL_DRIVERS_TCP_INTERNAL_H
 #define MRAIL_DRIVERS_TCP_INTERNAL_H
 
+#include "drivers/common/dc.h"
 #include "drivers/driver.h"
 
 #include <stdbool.h>
@@ -65,74 +66,21 @@ static inline uint64_t tcp_get_le64(const uint8_t *p)
 #define TCP_DEFAULT_SOCKBUF (4 * 1024 * 1024)
 /* Read syscalls one endpoint may use per progress call (fairness). */
 #define TCP_RX_SYSCALL_BUDGET 8
-/* Connections accepted per listener per progress call. */
-#define TCP_ACCEPT_BUDGET 16
-#define TCP_EPOLL_BATCH 64
-/* Send records this small are recycled instead of freed. */
-#define TCP_SEND_POOLED_IOV 8
-#define TCP_SEND_POOL_MAX 256
 /* Kernel limit for one sendmsg/readv (IOV_MAX on Linux). */
 #define TCP_IOV_MAX 1024
-#define TCP_NAME_LEN 80
+#define TCP_NAME_LEN DC_NAME_LEN
 
 /* ---- objects ----------------------------------------------------------- */
 
-enum tcp_obj_kind { TCP_OBJ_LISTENER, TCP_OBJ_EP };
-
-/* First member of every object registered in epoll (epoll data.ptr). */
-struct tcp_pollable {
-	enum tcp_obj_kind kind;
-	int fd;
-};
-
 struct tcp_listener {
-	struct tcp_pollable poll;
-	char name[TCP_NAME_LEN];
-	double bandwidth; /* bytes/s of the interface, 0 if unknown */
-	int accept_errno; /* last accept failure, logged once */
+	struct dc_listener dc; /* first: registered in the epoll set */
+	double bandwidth;      /* bytes/s of the interface, 0 if unknown */
 };
 
-/*
- * One posted frame. iov[0] is the frame header, iov[1] the head, then the
- * body entries; entries are advanced in place as bytes leave.
- */
-struct tcp_send {
-	struct tcp_send *next;
-	struct mrail_drv_ep *ep;
-	void *send_ctx;
-	uint64_t left; /* bytes not yet handed to the kernel */
-	int status;    /* reported by send_done */
-	int iov_pos;   /* first entry with unsent bytes */
-	int iov_cnt;
-	int iov_cap;
-	uint8_t hdr[TCP_FRAME_HDR_LEN];
-	struct iovec iov[];
-};
-
-enum tcp_ep_state {
-	TCP_EP_CONNECTING,
-	TCP_EP_CONNECTED,
-	TCP_EP_FAILED, /* error reported; waits for ep_close */
-	TCP_EP_CLOSED, /* ep_close called; memory freed at a safe point */
-};
+/* Frames are struct dc_send records: hdr holds the frame header. */
 
 struct mrail_drv_ep {
-	struct tcp_pollable poll;
-	struct mrail_drv *drv;
-	void *ctx;
-	enum tcp_ep_state state;
-	uint32_t ev_mask; /* epoll events currently registered, 0 if none */
-	struct mrail_drv_ep *prev, *next; /* drv->eps */
-
-	/* Failures seen outside progress, reported by the next progress. */
-	bool needs_attention;
-	struct mrail_drv_ep *attention_next;
-	int early_connect_errno;
-	int send_errno;
-
-	/* Send queue: frames not fully written, in posting order. */
-	struct tcp_send *sq_head, *sq_tail;
-	uint64_t backlog;
+	struct dc_ep dc; /* first: state, names, send queue (drivers/common) */
 
 	/* Receive buffer: bytes [rstart, rend) not yet parsed. */
 	char *rbuf;
@@ -144,64 +92,39 @@ struct mrail_drv_ep {
 	int dst_pos, dst_cnt;
 	uint64_t body_left, body_len;
 	void *body_cookie;
-
-	char local_name[TCP_NAME_LEN];
-	char remote_name[TCP_NAME_LEN];
 };
 
 struct mrail_drv {
-	struct mrail_drv_base base; /* upcalls, engine context */
-	int epfd;
+	struct dc_drv dc; /* first: upcalls, endpoints, epoll set */
 	int sockbuf; /* SO_SNDBUF/SO_RCVBUF request, 0 = kernel autotuning */
 	unsigned loopback_rails; /* rails to processes of this host */
 	int user_timeout_ms;     /* TCP_USER_TIMEOUT on rail sockets, 0: off */
 	int keepalive;           /* s idle before/between probes, 0: off */
 #define TCP_DEFAULT_KEEPALIVE 1
 
-	struct tcp_listener **listeners;
-	int nlisteners;
-
-	struct mrail_drv_ep *eps;
-	struct mrail_drv_ep *zombies; /* closed during progress, freed after */
-	struct mrail_drv_ep *attention;
-	int progress_depth;
-
-	/* Sends that left, waiting for their send_done upcall. */
-	struct tcp_send *done_head, *done_tail;
-	unsigned done_count;
-
-	struct tcp_send *send_pool;
-	int send_pool_cnt;
-
 	struct iovec gather[TCP_IOV_MAX]; /* flush scratch */
 };
 
+static inline struct mrail_drv *tcp_drv(const struct mrail_drv_ep *ep)
+{
+	return (struct mrail_drv *)ep->dc.drv;
+}
+
 /* ---- tcp.c ------------------------------------------------------------- */
 extern const struct mrail_drv_ops mrail_tcp_driver_ops;
-void tcp_ep_update_events(struct mrail_drv_ep *ep);
-void tcp_ep_need_attention(struct mrail_drv_ep *ep);
 /* Report a broken connection (progress only); see driver.h ep_error. */
-void tcp_ep_fail(struct mrail_drv_ep *ep, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+#define tcp_ep_fail(ep, status, ...) \
+	dc_ep_fail(&(ep)->dc, status, false, __VA_ARGS__)
 static inline bool tcp_ep_usable(const struct mrail_drv_ep *ep)
 {
-	return ep->state == TCP_EP_CONNECTED;
+	return ep->dc.state == DC_EP_CONNECTED;
 }
 
 /* ---- tcp_send.c -------------------------------------------------------- */
 int tcp_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	     const struct iovec *body, int body_cnt, void *send_ctx);
-uint64_t tcp_ep_backlog(struct mrail_drv_ep *ep);
 /* Write queued frames; 0, or -errno when the connection broke. */
 int tcp_flush(struct mrail_drv_ep *ep);
-/* Queued frames move to the completion list with `status`. */
-void tcp_sendq_fail(struct mrail_drv_ep *ep, int status);
-void tcp_sendq_drop(struct mrail_drv_ep *ep);
-/* send_done upcalls for ep's finished sends (before an ep_error). */
-void tcp_report_done_of(struct mrail_drv_ep *ep);
-void tcp_drop_done_of(struct mrail_drv_ep *ep);
-int tcp_run_completions(struct mrail_drv *drv);
-void tcp_send_pool_free(struct mrail_drv *drv);
 
 /* ---- tcp_recv.c -------------------------------------------------------- */
 /* Read and deliver what the socket has, within the fairness budget. */

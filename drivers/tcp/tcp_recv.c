@@ -46,30 +46,30 @@ static void rx_eof(struct mrail_drv_ep *ep)
 		tcp_ep_fail(ep, MRAIL_ERR_PEER,
 			    "connection closed by peer %s in the middle of a "
 			    "frame body (%llu of %llu bytes missing)",
-			    ep->remote_name,
+			    ep->dc.remote_name,
 			    (unsigned long long)ep->body_left,
 			    (unsigned long long)ep->body_len);
 	else if (partial)
 		tcp_ep_fail(ep, MRAIL_ERR_PEER,
 			    "connection closed by peer %s in the middle of a "
 			    "frame (%zu bytes of it received)",
-			    ep->remote_name, partial);
+			    ep->dc.remote_name, partial);
 	else
 		tcp_ep_fail(ep, MRAIL_ERR_PEER, "connection closed by peer %s",
-			    ep->remote_name);
+			    ep->dc.remote_name);
 }
 
 static void rx_socket_error(struct mrail_drv_ep *ep, int err)
 {
 	tcp_ep_fail(ep, MRAIL_ERR_PEER, "receive from %s failed: %s",
-		    ep->remote_name, strerror(err));
+		    ep->dc.remote_name, strerror(err));
 }
 
 static void rx_nomem(struct mrail_drv_ep *ep, size_t bytes)
 {
 	tcp_ep_fail(ep, MRAIL_ERR_NOMEM,
 		    "no memory for a %zu-byte receive buffer for %s", bytes,
-		    ep->remote_name);
+		    ep->dc.remote_name);
 }
 
 /* Common tail of the read calls: classify a read's result. */
@@ -121,7 +121,7 @@ static void rx_body_finish(struct mrail_drv_ep *ep)
 
 	ep->in_body = false;
 	ep->body_cookie = NULL;
-	ep->drv->base.up->recv_body_done(ep->ctx, cookie);
+	ep->dc.drv->base.up->recv_body_done(ep->dc.ctx, cookie);
 }
 
 static bool rx_dst_ok(struct mrail_drv_ep *ep, int cnt, uint64_t body_len)
@@ -132,7 +132,7 @@ static bool rx_dst_ok(struct mrail_drv_ep *ep, int cnt, uint64_t body_len)
 		tcp_ep_fail(ep, MRAIL_ERR_PROTO,
 			    "engine gave %d receive iovec entries for a "
 			    "%llu-byte body from %s (allowed 1..%d)",
-			    cnt, (unsigned long long)body_len, ep->remote_name,
+			    cnt, (unsigned long long)body_len, ep->dc.remote_name,
 			    TCP_MAX_BODY_IOV);
 		return false;
 	}
@@ -142,7 +142,7 @@ static bool rx_dst_ok(struct mrail_drv_ep *ep, int cnt, uint64_t body_len)
 			    "engine gave a %zu-byte receive iovec for a "
 			    "%llu-byte body from %s",
 			    total, (unsigned long long)body_len,
-			    ep->remote_name);
+			    ep->dc.remote_name);
 		return false;
 	}
 	return true;
@@ -164,7 +164,7 @@ static void rx_body_start(struct mrail_drv_ep *ep, const void *head,
 			return;
 		}
 	}
-	cookie = ep->drv->base.up->recv_body(ep->ctx, head, head_len, body_len,
+	cookie = ep->dc.drv->base.up->recv_body(ep->dc.ctx, head, head_len, body_len,
 					ep->dst, &cnt);
 	if (!tcp_ep_usable(ep))
 		return;
@@ -173,7 +173,7 @@ static void rx_body_start(struct mrail_drv_ep *ep, const void *head,
 			    "engine rejected a frame with a %zu-byte head and "
 			    "a %llu-byte body from %s",
 			    head_len, (unsigned long long)body_len,
-			    ep->remote_name);
+			    ep->dc.remote_name);
 		return;
 	}
 	if (!rx_dst_ok(ep, cnt, body_len))
@@ -215,7 +215,7 @@ static enum rx_result rx_read_body(struct mrail_drv_ep *ep)
 		cnt++;
 	}
 	do {
-		n = readv(ep->poll.fd, &ep->dst[ep->dst_pos], cnt);
+		n = readv(ep->dc.poll.fd, &ep->dst[ep->dst_pos], cnt);
 	} while (n < 0 && errno == EINTR);
 	if (n <= 0) {
 		err = errno;
@@ -243,28 +243,28 @@ static bool rx_header_ok(struct mrail_drv_ep *ep, const uint8_t *h,
 			    "%s sent bytes that are not a libmrail tcp frame "
 			    "(header starts %02x %02x %02x %02x, expected "
 			    "4d 52 54 = \"MRT\")",
-			    ep->remote_name, h[0], h[1], h[2], h[3]);
+			    ep->dc.remote_name, h[0], h[1], h[2], h[3]);
 		return false;
 	}
 	if (magic >> 24 != TCP_WIRE_VERSION) {
 		tcp_ep_fail(ep, MRAIL_ERR_PROTO,
 			    "%s speaks tcp wire version %u, this driver "
 			    "speaks version %u",
-			    ep->remote_name, magic >> 24, TCP_WIRE_VERSION);
+			    ep->dc.remote_name, magic >> 24, TCP_WIRE_VERSION);
 		return false;
 	}
 	if (head_len > TCP_MAX_HEAD) {
 		tcp_ep_fail(ep, MRAIL_ERR_PROTO,
 			    "%s sent a frame head of %u bytes, the limit is "
 			    "%zu",
-			    ep->remote_name, head_len, (size_t)TCP_MAX_HEAD);
+			    ep->dc.remote_name, head_len, (size_t)TCP_MAX_HEAD);
 		return false;
 	}
 	if (body_len > TCP_MAX_BODY) {
 		tcp_ep_fail(ep, MRAIL_ERR_PROTO,
 			    "%s sent a frame body of %llu bytes, the limit is "
 			    "%llu",
-			    ep->remote_name, (unsigned long long)body_len,
+			    ep->dc.remote_name, (unsigned long long)body_len,
 			    (unsigned long long)TCP_MAX_BODY);
 		return false;
 	}
@@ -294,7 +294,7 @@ static void rx_deliver_frames(struct mrail_drv_ep *ep)
 		 * because nothing moves the buffer during an upcall. */
 		ep->rstart += TCP_FRAME_HDR_LEN + head_len;
 		if (body_len == 0)
-			ep->drv->base.up->recv_frame(ep->ctx, h + TCP_FRAME_HDR_LEN,
+			ep->dc.drv->base.up->recv_frame(ep->dc.ctx, h + TCP_FRAME_HDR_LEN,
 						head_len);
 		else
 			rx_body_start(ep, h + TCP_FRAME_HDR_LEN, head_len,
@@ -354,7 +354,7 @@ static enum rx_result rx_read_frames(struct mrail_drv_ep *ep)
 		return RX_STOP;
 	room = ep->rcap - ep->rend;
 	do {
-		n = recv(ep->poll.fd, ep->rbuf + ep->rend, room, 0);
+		n = recv(ep->dc.poll.fd, ep->rbuf + ep->rend, room, 0);
 	} while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return rx_read_result(ep, n, errno);

@@ -1,0 +1,246 @@
+/*
+ * drivers/common: the endpoint registry. Lifetime rule that makes
+ * re-entrant upcalls safe: ep_close() called while progress() runs only
+ * marks the endpoint closed and parks it on drv->zombies; the memory is
+ * freed when the outermost progress() returns, so code that made an upcall
+ * may still look at ep->state afterwards.
+ */
+#include "drivers/common/dc.h"
+#include "util/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void dc_drv_init(struct dc_drv *drv, const struct dc_hooks *hooks,
+		 const struct mrail_drv_ops *ops,
+		 const struct mrail_drv_open_args *args)
+{
+	mrail_drv_base_init(&drv->base, ops, args);
+	drv->hooks = hooks;
+	drv->epfd = -1;
+	mrail_list_init(&drv->eps);
+	mrail_list_init(&drv->zombies);
+}
+
+static void free_zombies(struct dc_drv *drv)
+{
+	struct mrail_list *pos, *tmp;
+
+	mrail_list_foreach_safe(pos, tmp, &drv->zombies)
+	{
+		mrail_list_remove(pos);
+		drv->hooks->ep_free(dc_ep_entry(pos));
+	}
+}
+
+void dc_drv_fini(struct dc_drv *drv)
+{
+	struct mrail_list *pos, *tmp;
+
+	dc_foreach_ep(pos, tmp, drv)
+		dc_ep_close(dc_ep_entry(pos));
+	free_zombies(drv);
+	for (int i = 0; i < drv->nlisteners; i++) {
+		close(drv->listeners[i]->poll.fd);
+		free(drv->listeners[i]);
+	}
+	free(drv->listeners);
+	drv->listeners = NULL;
+	drv->nlisteners = 0;
+	while (drv->send_pool) {
+		struct dc_send *rec = drv->send_pool;
+		drv->send_pool = rec->next;
+		free(rec);
+	}
+	drv->send_pool_cnt = 0;
+	if (drv->epfd >= 0)
+		close(drv->epfd);
+	drv->epfd = -1;
+}
+
+void dc_ep_add(struct dc_drv *drv, struct dc_ep *ep, int fd,
+	       enum dc_ep_state state, void *ctx)
+{
+	ep->poll.kind = DC_OBJ_EP;
+	ep->poll.fd = fd;
+	ep->drv = drv;
+	ep->ctx = ctx;
+	ep->state = state;
+	/* Newest first, as progress has always walked them. */
+	mrail_list_insert_before(drv->eps.next, &ep->link);
+}
+
+void dc_ep_need_attention(struct dc_ep *ep)
+{
+	if (ep->needs_attention)
+		return;
+	ep->needs_attention = true;
+	ep->attention_next = ep->drv->attention;
+	ep->drv->attention = ep;
+	if (ep->drv->hooks->wake)
+		ep->drv->hooks->wake(ep->drv);
+}
+
+static void forget_attention(struct dc_ep *ep)
+{
+	struct dc_ep **pp = &ep->drv->attention;
+
+	if (!ep->needs_attention)
+		return;
+	while (*pp && *pp != ep)
+		pp = &(*pp)->attention_next;
+	if (*pp)
+		*pp = ep->attention_next;
+	ep->needs_attention = false;
+	ep->attention_next = NULL;
+}
+
+int dc_attend(struct dc_drv *drv)
+{
+	int n = 0;
+
+	while (drv->attention) {
+		struct dc_ep *ep = drv->attention;
+		drv->attention = ep->attention_next;
+		ep->attention_next = NULL;
+		ep->needs_attention = false;
+		drv->hooks->ep_attend(ep);
+		n++;
+	}
+	return n;
+}
+
+void dc_ep_accepted(struct dc_ep *ep)
+{
+	struct dc_drv *drv = ep->drv;
+	void *ctx = drv->base.up->accepted(drv->base.engine_ctx,
+					   (struct mrail_drv_ep *)ep);
+
+	if (ep->state == DC_EP_CLOSED)
+		return;
+	if (!ctx) {
+		dc_ep_close(ep);
+		return;
+	}
+	ep->ctx = ctx;
+}
+
+void dc_ep_fail(struct dc_ep *ep, int status, bool sends_first,
+		const char *fmt, ...)
+{
+	const struct dc_hooks *h = ep->drv->hooks;
+	char why[256];
+	va_list ap;
+
+	if (ep->state != DC_EP_CONNECTED)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof why, fmt, ap);
+	va_end(ap);
+	if (status == MRAIL_ERR_PROTO)
+		mrail_warn("%s: %s", h->name, why);
+	else
+		mrail_info("%s: %s", h->name, why);
+
+	ep->state = DC_EP_FAILED;
+	dc_ep_update_events(ep); /* stop reading and writing */
+	if (h->ep_stop)
+		h->ep_stop(ep);
+	if (sends_first)
+		dc_sendq_fail(ep, status);
+	/* Frames that did leave are reported before the error. */
+	dc_report_done_of(ep);
+	if (ep->state == DC_EP_CLOSED)
+		return;
+	ep->drv->base.up->ep_error(ep->ctx, status, why);
+	if (ep->state == DC_EP_CLOSED)
+		return;
+	dc_sendq_fail(ep, status);
+	if (h->ep_fail_ops)
+		h->ep_fail_ops(ep, status);
+}
+
+void dc_ep_connect_failed(struct dc_ep *ep, int err)
+{
+	const struct dc_hooks *h = ep->drv->hooks;
+
+	mrail_warn("%s: connect from %s to %s failed: %s", h->name,
+		   ep->local_name, ep->remote_name, strerror(err));
+	ep->state = DC_EP_FAILED;
+	dc_ep_update_events(ep);
+	ep->drv->base.up->connected(ep->ctx, MRAIL_ERR_PEER);
+	if (ep->state == DC_EP_CLOSED)
+		return;
+	dc_sendq_fail(ep, MRAIL_ERR_PEER);
+	if (h->ep_fail_ops)
+		h->ep_fail_ops(ep, MRAIL_ERR_PEER);
+}
+
+void dc_ep_close(struct dc_ep *ep)
+{
+	struct dc_drv *drv;
+
+	if (!ep || ep->state == DC_EP_CLOSED)
+		return;
+	drv = ep->drv;
+	ep->state = DC_EP_CLOSED;
+	/* Explicit removal from epoll: a forked child may share the
+	 * socket, and then close() alone would leave it registered. */
+	dc_ep_update_events(ep);
+	if (ep->poll.fd >= 0)
+		close(ep->poll.fd);
+	ep->poll.fd = -1;
+	dc_sendq_drop(ep);
+	dc_drop_done_of(ep);
+	if (drv->hooks->ep_drop_ops)
+		drv->hooks->ep_drop_ops(ep);
+	forget_attention(ep);
+	mrail_list_remove(&ep->link);
+	if (drv->progress_depth > 0)
+		mrail_list_append(&drv->zombies, &ep->link);
+	else
+		drv->hooks->ep_free(ep);
+}
+
+bool dc_progress_enter(struct dc_drv *drv)
+{
+	if (!drv || drv->progress_depth > 0)
+		return false;
+	drv->progress_depth++;
+	return true;
+}
+
+void dc_progress_leave(struct dc_drv *drv)
+{
+	drv->progress_depth--;
+	free_zombies(drv);
+}
+
+void dc_op_ep_set_ctx(struct mrail_drv_ep *ep, void *ep_ctx)
+{
+	if (ep)
+		dc_ep_of(ep)->ctx = ep_ctx;
+}
+
+void dc_op_ep_names(struct mrail_drv_ep *ep, char *local, size_t llen,
+		    char *remote, size_t rlen)
+{
+	if (local && llen)
+		snprintf(local, llen, "%s", ep ? dc_ep_of(ep)->local_name : "?");
+	if (remote && rlen)
+		snprintf(remote, rlen, "%s",
+			 ep ? dc_ep_of(ep)->remote_name : "?");
+}
+
+uint64_t dc_op_ep_backlog(struct mrail_drv_ep *ep)
+{
+	return ep ? dc_ep_of(ep)->backlog : 0;
+}
+
+void dc_op_ep_close(struct mrail_drv_ep *ep)
+{
+	dc_ep_close(dc_ep_of(ep));
+}
