@@ -74,7 +74,10 @@ struct dc_ep {
 	void *ctx; /* the engine's, passed to upcalls */
 	enum dc_ep_state state;
 	uint32_t ev_mask; /* epoll events registered, 0 if none */
-	struct mrail_list link; /* drv->eps, then drv->zombies */
+	/* drv->eps; an endpoint closed during progress stays listed (state
+	 * DC_EP_CLOSED, so walks may go on past it) until progress ends. */
+	struct mrail_list link;
+	struct dc_ep *zombie_next;
 
 	/* Failures seen outside progress, reported by the next progress. */
 	bool needs_attention;
@@ -132,7 +135,7 @@ struct dc_drv {
 	int nlisteners;
 
 	struct mrail_list eps;
-	struct mrail_list zombies; /* closed during progress, freed after */
+	struct dc_ep *zombies; /* closed during progress, freed after */
 	struct dc_ep *attention;
 	int progress_depth;
 
@@ -145,6 +148,9 @@ struct dc_drv {
 
 #define dc_ep_of(mrail_ep) ((struct dc_ep *)(mrail_ep))
 #define dc_drv_of(mrail_drv) ((struct dc_drv *)(mrail_drv))
+/* Walk the endpoints (closed ones too: check state). An upcall may close
+ * any endpoint during the walk: closed ones stay listed until progress
+ * returns. */
 #define dc_foreach_ep(pos, tmp, drv) \
 	mrail_list_foreach_safe(pos, tmp, &(drv)->eps)
 #define dc_ep_entry(node) mrail_container_of(node, struct dc_ep, link)

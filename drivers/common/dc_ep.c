@@ -1,9 +1,10 @@
 /*
  * drivers/common: the endpoint registry. Lifetime rule that makes
  * re-entrant upcalls safe: ep_close() called while progress() runs only
- * marks the endpoint closed and parks it on drv->zombies; the memory is
- * freed when the outermost progress() returns, so code that made an upcall
- * may still look at ep->state afterwards.
+ * marks the endpoint closed and parks it on drv->zombies (still in
+ * drv->eps, so a walk of the endpoints stays valid); the memory is freed
+ * when the outermost progress() returns, so code that made an upcall may
+ * still look at ep->state afterwards.
  */
 #include "drivers/common/dc.h"
 #include "util/log.h"
@@ -22,17 +23,15 @@ void dc_drv_init(struct dc_drv *drv, const struct dc_hooks *hooks,
 	drv->hooks = hooks;
 	drv->epfd = -1;
 	mrail_list_init(&drv->eps);
-	mrail_list_init(&drv->zombies);
 }
 
 static void free_zombies(struct dc_drv *drv)
 {
-	struct mrail_list *pos, *tmp;
-
-	mrail_list_foreach_safe(pos, tmp, &drv->zombies)
-	{
-		mrail_list_remove(pos);
-		drv->hooks->ep_free(dc_ep_entry(pos));
+	while (drv->zombies) {
+		struct dc_ep *ep = drv->zombies;
+		drv->zombies = ep->zombie_next;
+		mrail_list_remove(&ep->link);
+		drv->hooks->ep_free(ep);
 	}
 }
 
@@ -198,11 +197,13 @@ void dc_ep_close(struct dc_ep *ep)
 	if (drv->hooks->ep_drop_ops)
 		drv->hooks->ep_drop_ops(ep);
 	forget_attention(ep);
-	mrail_list_remove(&ep->link);
-	if (drv->progress_depth > 0)
-		mrail_list_append(&drv->zombies, &ep->link);
-	else
+	if (drv->progress_depth > 0) {
+		ep->zombie_next = drv->zombies;
+		drv->zombies = ep;
+	} else {
+		mrail_list_remove(&ep->link);
 		drv->hooks->ep_free(ep);
+	}
 }
 
 bool dc_progress_enter(struct dc_drv *drv)

@@ -8,7 +8,7 @@
  *
  * Lifetime rule (as in the TCP driver): ep_close() during progress parks
  * the endpoint on drv->zombies, freed when the outermost progress returns,
- * so code that made an upcall may still look at ep->state afterwards.
+ * so code that made an upcall may still look at ep->dc.state afterwards.
  */
 #include "drivers/fake/fake_internal.h"
 #include "util/clock.h"
@@ -32,131 +32,76 @@ static atomic_uint name_counter;
 
 /* ---- endpoint bookkeeping ---------------------------------------------- */
 
+static void fake_attend(struct dc_ep *dc);
+static void fake_ep_events(struct dc_ep *dc, uint32_t events);
+static void fake_timer_events(struct dc_drv *dc, struct dc_pollable *obj,
+			      uint32_t events);
+static struct dc_ep *fake_accept(struct dc_drv *dc, struct dc_listener *l,
+				 int fd);
+
 static struct mrail_drv_ep *ep_new(struct mrail_drv *drv, int fd, int rail,
-				   enum fake_ep_state state, void *ctx)
+				   enum dc_ep_state state, void *ctx)
 {
 	struct mrail_drv_ep *ep = calloc(1, sizeof *ep);
 	if (!ep)
 		return NULL;
-	ep->poll.kind = FAKE_OBJ_EP;
-	ep->poll.fd = fd;
-	ep->drv = drv;
-	ep->ctx = ctx;
-	ep->state = state;
 	ep->rail = rail;
-	ep->next = drv->eps;
-	if (drv->eps)
-		drv->eps->prev = ep;
-	drv->eps = ep;
+	dc_ep_add(&drv->dc, &ep->dc, fd, state, ctx);
 	return ep;
 }
 
-static void ep_unlink(struct mrail_drv_ep *ep)
+static void ep_free(struct dc_ep *dc)
 {
-	struct mrail_drv *drv = ep->drv;
+	struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc;
 
-	if (ep->prev)
-		ep->prev->next = ep->next;
-	else
-		drv->eps = ep->next;
-	if (ep->next)
-		ep->next->prev = ep->prev;
-	ep->prev = ep->next = NULL;
-}
-
-static void ep_forget_attention(struct mrail_drv_ep *ep)
-{
-	struct mrail_drv_ep **pp = &ep->drv->attention;
-
-	if (!ep->needs_attention)
-		return;
-	while (*pp && *pp != ep)
-		pp = &(*pp)->attention_next;
-	if (*pp)
-		*pp = ep->attention_next;
-	ep->needs_attention = false;
-	ep->attention_next = NULL;
-}
-
-static void ep_free(struct mrail_drv_ep *ep)
-{
 	free(ep->head_buf);
 	free(ep);
 }
 
-void fake_ep_need_attention(struct mrail_drv_ep *ep)
+/* Attention is handled by progress: make wait_fd say so. */
+static void wake(struct dc_drv *dc)
 {
-	if (ep->needs_attention)
-		return;
-	ep->needs_attention = true;
-	ep->attention_next = ep->drv->attention;
-	ep->drv->attention = ep;
-	/* Attention is handled by progress: make wait_fd say so. */
-	fake_timer_want(ep->drv, mrail_now());
+	fake_timer_want((struct mrail_drv *)dc, mrail_now());
 }
 
-static uint32_t ep_wanted_events(const struct mrail_drv_ep *ep)
+static uint32_t ep_wanted_events(const struct dc_ep *dc)
 {
-	if (ep->state != FAKE_EP_CONNECTED)
+	const struct mrail_drv_ep *ep = (const struct mrail_drv_ep *)dc;
+
+	if (dc->state != DC_EP_CONNECTED)
 		return 0;
 	return EPOLLIN | (ep->want_out ? EPOLLOUT : 0);
 }
 
-void fake_ep_update_events(struct mrail_drv_ep *ep)
+/* The peer must see the failure too (and we stop reading). */
+static void ep_stop(struct dc_ep *dc)
 {
-	uint32_t want = ep_wanted_events(ep);
-	struct epoll_event ev = {.events = want, .data.ptr = ep};
-	int op;
-
-	if (want == ep->ev_mask)
-		return;
-	op = !ep->ev_mask ? EPOLL_CTL_ADD : !want ? EPOLL_CTL_DEL
-						  : EPOLL_CTL_MOD;
-	if (epoll_ctl(ep->drv->epfd, op, ep->poll.fd, &ev) < 0) {
-		int err = errno;
-		mrail_error("fake: epoll_ctl on connection %s -> %s: %s",
-			    ep->local_name, ep->remote_name, strerror(err));
-		if (want && ep->state == FAKE_EP_CONNECTED) {
-			ep->send_errno = err;
-			fake_ep_need_attention(ep);
-		}
-		if (op != EPOLL_CTL_DEL)
-			return;
-	}
-	ep->ev_mask = want;
+	shutdown(dc->poll.fd, SHUT_RDWR);
 }
 
-void fake_ep_fail(struct mrail_drv_ep *ep, int status, bool failed_sends_first,
-		  const char *fmt, ...)
+static void ep_fail_ops(struct dc_ep *dc, int status)
 {
-	char why[256];
-	va_list ap;
-
-	if (ep->state != FAKE_EP_CONNECTED)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	if (status == MRAIL_ERR_PROTO)
-		mrail_warn("fake: %s", why);
-	else
-		mrail_info("fake: %s", why);
-
-	ep->state = FAKE_EP_FAILED;
-	fake_ep_update_events(ep);
-	/* The peer must see the failure too (and we stop reading). */
-	shutdown(ep->poll.fd, SHUT_RDWR);
-	if (failed_sends_first)
-		fake_sendq_fail(ep, status);
-	fake_report_done_of(ep);
-	if (ep->state == FAKE_EP_CLOSED)
-		return;
-	ep->drv->base.up->ep_error(ep->ctx, status, why);
-	if (ep->state == FAKE_EP_CLOSED)
-		return;
-	fake_sendq_fail(ep, status);
-	fake_rma_fail_of(ep, status);
+	fake_rma_fail_of((struct mrail_drv_ep *)dc, status);
 }
+
+static void ep_drop_ops(struct dc_ep *dc)
+{
+	fake_rma_drop_of((struct mrail_drv_ep *)dc);
+}
+
+static const struct dc_hooks fake_hooks = {
+	.name = "fake",
+	.ep_free = ep_free,
+	.ep_attend = fake_attend,
+	.wake = wake,
+	.ep_stop = ep_stop,
+	.ep_fail_ops = ep_fail_ops,
+	.ep_drop_ops = ep_drop_ops,
+	.ep_wanted_events = ep_wanted_events,
+	.ep_events = fake_ep_events,
+	.ep_accept = fake_accept,
+	.other_events = fake_timer_events,
+};
 
 /* ---- timer: wakes wait_fd when delayed work falls due ------------------ */
 
@@ -229,23 +174,24 @@ static int fake_open(const struct mrail_drv_open_args *args,
 		free(drv);
 		return rc;
 	}
-	mrail_drv_base_init(&drv->base, &mrail_fake_driver_ops, args);
-	drv->epfd = epoll_create1(EPOLL_CLOEXEC);
-	drv->timer.kind = FAKE_OBJ_TIMER;
+	dc_drv_init(&drv->dc, &fake_hooks, &mrail_fake_driver_ops, args);
+	drv->timer.kind = DC_OBJ_OTHER;
 	drv->timer.fd = timerfd_create(CLOCK_MONOTONIC,
 				       TFD_NONBLOCK | TFD_CLOEXEC);
 	ev.events = EPOLLIN;
 	ev.data.ptr = &drv->timer;
-	if (drv->epfd < 0 || drv->timer.fd < 0 ||
-	    epoll_ctl(drv->epfd, EPOLL_CTL_ADD, drv->timer.fd, &ev) < 0) {
-		mrail_error("fake: epoll/timerfd set-up: %s", strerror(errno));
+	if (dc_epoll_open(&drv->dc) < 0) {
+		rc = MRAIL_ERR_IO;
+	} else if (drv->timer.fd < 0 ||
+		   epoll_ctl(drv->dc.epfd, EPOLL_CTL_ADD, drv->timer.fd, &ev) <
+			   0) {
+		mrail_error("fake: timerfd set-up: %s", strerror(errno));
 		rc = MRAIL_ERR_IO;
 	} else {
 		rc = fake_rma_init(drv);
 	}
 	if (rc < 0) {
-		if (drv->epfd >= 0)
-			close(drv->epfd);
+		dc_drv_fini(&drv->dc);
 		if (drv->timer.fd >= 0)
 			close(drv->timer.fd);
 		free(drv);
@@ -255,36 +201,13 @@ static int fake_open(const struct mrail_drv_open_args *args,
 	return 0;
 }
 
-static void fake_ep_close(struct mrail_drv_ep *ep);
-
-static void free_zombies(struct mrail_drv *drv)
-{
-	while (drv->zombies) {
-		struct mrail_drv_ep *ep = drv->zombies;
-		drv->zombies = ep->next;
-		ep_free(ep);
-	}
-}
-
 static void fake_close(struct mrail_drv *drv)
 {
-	struct mrail_drv_ep *ep, *next;
-
 	if (!drv)
 		return;
-	for (ep = drv->eps; ep; ep = next) {
-		next = ep->next;
-		fake_ep_close(ep);
-	}
-	free_zombies(drv);
-	for (int i = 0; i < drv->nlisteners; i++) {
-		close(drv->listeners[i]->poll.fd);
-		free(drv->listeners[i]);
-	}
-	free(drv->listeners);
+	dc_drv_fini(&drv->dc);
 	fake_rma_fini(drv);
 	close(drv->timer.fd);
-	close(drv->epfd);
 	free(drv);
 }
 
@@ -334,7 +257,7 @@ static int fake_list_rails(struct mrail_drv *drv,
 
 static int fake_wait_fd(struct mrail_drv *drv)
 {
-	return drv ? drv->epfd : -1;
+	return drv ? drv->dc.epfd : -1;
 }
 
 void mrail_fake_counters(struct mrail_drv *drv, struct mrail_fake_counters *out)
@@ -426,10 +349,9 @@ static int fake_listen(struct mrail_drv *drv, const char *local, void *addr,
 		       size_t *addr_len, char *name, size_t name_len)
 {
 	struct sockaddr_un sun;
-	struct fake_listener *l, **grown;
-	struct epoll_event ev;
+	struct fake_listener *l;
 	char path[FAKE_SOCK_NAME_MAX + 1];
-	int rail, fd, plen;
+	int rail, fd, plen, rc;
 	uint8_t *b = addr;
 
 	if (!drv || !addr || !addr_len)
@@ -461,24 +383,19 @@ static int fake_listen(struct mrail_drv *drv, const char *local, void *addr,
 		return MRAIL_ERR_IO;
 	}
 	l = calloc(1, sizeof *l);
-	grown = realloc(drv->listeners,
-			(size_t)(drv->nlisteners + 1) * sizeof *grown);
-	if (grown)
-		drv->listeners = grown;
-	ev.events = EPOLLIN;
-	ev.data.ptr = l;
-	if (!l || !grown ||
-	    epoll_ctl(drv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		mrail_error("fake: cannot register listener @%s", path);
-		free(l);
+	if (!l) {
 		close(fd);
 		return MRAIL_ERR_NOMEM;
 	}
-	l->poll.kind = FAKE_OBJ_LISTENER;
-	l->poll.fd = fd;
+	l->dc.poll.fd = fd;
 	l->rail = rail;
-	snprintf(l->name, sizeof l->name, "fake%d@%s", rail, path);
-	drv->listeners[drv->nlisteners] = l;
+	snprintf(l->dc.name, sizeof l->dc.name, "fake%d@%s", rail, path);
+	rc = dc_listener_add(&drv->dc, &l->dc);
+	if (rc < 0) {
+		free(l);
+		close(fd);
+		return rc;
+	}
 
 	memcpy(b, "MRFA", 4);
 	b[4] = FAKE_BLOB_VERSION;
@@ -487,60 +404,33 @@ static int fake_listen(struct mrail_drv *drv, const char *local, void *addr,
 	memcpy(b + FAKE_BLOB_HDR_LEN, path, (size_t)plen);
 	*addr_len = FAKE_BLOB_HDR_LEN + (size_t)plen;
 	if (name && name_len)
-		snprintf(name, name_len, "%s", l->name);
-	mrail_debug("fake: listening on %s", l->name);
-	return drv->nlisteners++;
+		snprintf(name, name_len, "%s", l->dc.name);
+	mrail_debug("fake: listening on %s", l->dc.name);
+	return rc;
 }
 
-static void accept_one(struct mrail_drv *drv, struct fake_listener *l, int fd)
+static struct dc_ep *fake_accept(struct dc_drv *dc, struct dc_listener *dl,
+				 int fd)
 {
+	struct fake_listener *l = (struct fake_listener *)dl;
 	struct mrail_drv_ep *ep;
-	void *ctx;
 
 	if (size_socket(fd) < 0) {
 		close(fd);
-		return;
+		return NULL;
 	}
-	ep = ep_new(drv, fd, l->rail, FAKE_EP_CONNECTED, NULL);
+	ep = ep_new((struct mrail_drv *)dc, fd, l->rail, DC_EP_CONNECTED, NULL);
 	if (!ep) {
 		mrail_error("fake: out of memory accepting a connection");
 		close(fd);
-		return;
+		return NULL;
 	}
 	ep->peer_pid = peer_pid_of(fd);
-	snprintf(ep->local_name, sizeof ep->local_name, "%s", l->name);
-	snprintf(ep->remote_name, sizeof ep->remote_name, "pid %d",
+	snprintf(ep->dc.local_name, sizeof ep->dc.local_name, "%s", l->dc.name);
+	snprintf(ep->dc.remote_name, sizeof ep->dc.remote_name, "pid %d",
 		 (int)ep->peer_pid);
-	fake_ep_update_events(ep);
-	ctx = drv->base.up->accepted(drv->base.engine_ctx, ep);
-	if (ep->state == FAKE_EP_CLOSED)
-		return;
-	if (!ctx) {
-		fake_ep_close(ep);
-		return;
-	}
-	ep->ctx = ctx;
-}
-
-static int listener_accept(struct mrail_drv *drv, struct fake_listener *l)
-{
-	int n = 0;
-
-	while (n < 16) {
-		int fd = accept4(l->poll.fd, NULL, NULL,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN)
-				mrail_warn("fake: accept on %s: %s", l->name,
-					   strerror(errno));
-			break;
-		}
-		accept_one(drv, l, fd);
-		n++;
-	}
-	return n;
+	dc_ep_update_events(&ep->dc);
+	return &ep->dc;
 }
 
 /* ---- outgoing connections ---------------------------------------------- */
@@ -583,11 +473,11 @@ static void try_connect(struct mrail_drv_ep *ep)
 	socklen_t sl = abstract_addr(&sun, ep->remote_addr.path,
 				     ep->remote_addr.len);
 
-	if (connect(ep->poll.fd, (struct sockaddr *)&sun, sl) == 0)
-		ep->connect_errno = 0;
+	if (connect(ep->dc.poll.fd, (struct sockaddr *)&sun, sl) == 0)
+		ep->dc.connect_errno = 0;
 	else
-		ep->connect_errno = errno == EINTR ? EAGAIN : errno;
-	fake_ep_need_attention(ep);
+		ep->dc.connect_errno = errno == EINTR ? EAGAIN : errno;
+	dc_ep_need_attention(&ep->dc);
 }
 
 static int fake_connect(struct mrail_drv *drv, const char *local,
@@ -615,15 +505,15 @@ static int fake_connect(struct mrail_drv *drv, const char *local,
 	fd = new_socket();
 	if (fd < 0)
 		return MRAIL_ERR_IO;
-	ep = ep_new(drv, fd, rail, FAKE_EP_CONNECTING, ep_ctx);
+	ep = ep_new(drv, fd, rail, DC_EP_CONNECTING, ep_ctx);
 	if (!ep) {
 		close(fd);
 		return MRAIL_ERR_NOMEM;
 	}
 	ep->remote_addr = remote;
-	snprintf(ep->local_name, sizeof ep->local_name, "fake%d@pid %d", rail,
+	snprintf(ep->dc.local_name, sizeof ep->dc.local_name, "fake%d@pid %d", rail,
 		 (int)getpid());
-	snprintf(ep->remote_name, sizeof ep->remote_name, "@%s", remote.path);
+	snprintf(ep->dc.remote_name, sizeof ep->dc.remote_name, "@%s", remote.path);
 	try_connect(ep);
 	*out = ep;
 	return 0;
@@ -631,50 +521,27 @@ static int fake_connect(struct mrail_drv *drv, const char *local,
 
 static void finish_connect(struct mrail_drv_ep *ep)
 {
-	struct mrail_drv *drv = ep->drv;
+	struct mrail_drv *drv = fake_drv(ep);
 
-	if (ep->connect_errno == EAGAIN) {
+	if (ep->dc.connect_errno == EAGAIN) {
 		/* The listener's backlog is full: progress retries (not
 		 * from here, which would loop inside this progress call). */
 		fake_timer_want(drv, mrail_now() + 1e-3);
 		return;
 	}
-	if (ep->connect_errno) {
-		mrail_warn("fake: connect from %s to %s failed: %s",
-			   ep->local_name, ep->remote_name,
-			   strerror(ep->connect_errno));
-		ep->state = FAKE_EP_FAILED;
-		drv->base.up->connected(ep->ctx, MRAIL_ERR_PEER);
-		if (ep->state == FAKE_EP_CLOSED)
-			return;
-		fake_sendq_fail(ep, MRAIL_ERR_PEER);
-		fake_rma_fail_of(ep, MRAIL_ERR_PEER);
+	if (ep->dc.connect_errno) {
+		dc_ep_connect_failed(&ep->dc, ep->dc.connect_errno);
 		return;
 	}
-	ep->state = FAKE_EP_CONNECTED;
-	ep->peer_pid = peer_pid_of(ep->poll.fd);
-	mrail_debug("fake: connected %s -> %s (pid %d)", ep->local_name,
-		    ep->remote_name, (int)ep->peer_pid);
-	fake_ep_update_events(ep);
-	drv->base.up->connected(ep->ctx, 0);
+	ep->dc.state = DC_EP_CONNECTED;
+	ep->peer_pid = peer_pid_of(ep->dc.poll.fd);
+	mrail_debug("fake: connected %s -> %s (pid %d)", ep->dc.local_name,
+		    ep->dc.remote_name, (int)ep->peer_pid);
+	dc_ep_update_events(&ep->dc);
+	drv->dc.base.up->connected(ep->dc.ctx, 0);
 }
 
 /* ---- endpoint operations ----------------------------------------------- */
-
-static void fake_ep_set_ctx(struct mrail_drv_ep *ep, void *ep_ctx)
-{
-	if (ep)
-		ep->ctx = ep_ctx;
-}
-
-static void fake_ep_names(struct mrail_drv_ep *ep, char *local, size_t llen,
-			  char *remote, size_t rlen)
-{
-	if (local && llen)
-		snprintf(local, llen, "%s", ep ? ep->local_name : "?");
-	if (remote && rlen)
-		snprintf(remote, rlen, "%s", ep ? ep->remote_name : "?");
-}
 
 static void fake_ep_query(struct mrail_drv_ep *ep,
 			  struct mrail_drv_ep_info *info)
@@ -682,31 +549,7 @@ static void fake_ep_query(struct mrail_drv_ep *ep,
 	if (!info)
 		return;
 	memset(info, 0, sizeof *info); /* ss_family 0: not IP */
-	info->fd = ep && ep->state != FAKE_EP_CLOSED ? ep->poll.fd : -1;
-}
-
-static void fake_ep_close(struct mrail_drv_ep *ep)
-{
-	struct mrail_drv *drv;
-
-	if (!ep || ep->state == FAKE_EP_CLOSED)
-		return;
-	drv = ep->drv;
-	ep->state = FAKE_EP_CLOSED;
-	fake_ep_update_events(ep);
-	close(ep->poll.fd);
-	ep->poll.fd = -1;
-	fake_sendq_drop(ep);
-	fake_drop_done_of(ep);
-	fake_rma_drop_of(ep);
-	ep_forget_attention(ep);
-	ep_unlink(ep);
-	if (drv->progress_depth > 0) {
-		ep->next = drv->zombies;
-		drv->zombies = ep;
-	} else {
-		ep_free(ep);
-	}
+	info->fd = ep && ep->dc.state != DC_EP_CLOSED ? ep->dc.poll.fd : -1;
 }
 
 /* ---- progress ---------------------------------------------------------- */
@@ -717,80 +560,63 @@ static void flush_or_fail(struct mrail_drv_ep *ep, double now, double *next)
 
 	if (rc < 0)
 		fake_ep_fail(ep, MRAIL_ERR_PEER, false, "send to %s failed: %s",
-			     ep->remote_name, strerror(-rc));
+			     ep->dc.remote_name, strerror(-rc));
 }
 
-static int handle_attention(struct mrail_drv *drv)
+static void fake_attend(struct dc_ep *dc)
 {
-	int n = 0;
+	struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc;
 
-	while (drv->attention) {
-		struct mrail_drv_ep *ep = drv->attention;
-		drv->attention = ep->attention_next;
-		ep->attention_next = NULL;
-		ep->needs_attention = false;
-		if (ep->state == FAKE_EP_CONNECTING)
-			finish_connect(ep);
-		else if (ep->state == FAKE_EP_CONNECTED && ep->drop_injected)
-			fake_ep_fail(ep, MRAIL_ERR_IO, true,
-				     "fault injected: connection to %s dropped "
-				     "after %lld frames (drop_after)",
-				     ep->remote_name,
-				     (long long)drv->par.drop_after);
-		else if (ep->state == FAKE_EP_CONNECTED && ep->send_errno)
-			fake_ep_fail(ep, MRAIL_ERR_PEER, false,
-				     "send to %s failed: %s", ep->remote_name,
-				     strerror(ep->send_errno));
-		n++;
-	}
-	return n;
+	if (dc->state == DC_EP_CONNECTING)
+		finish_connect(ep);
+	else if (dc->state == DC_EP_CONNECTED && ep->drop_injected)
+		fake_ep_fail(ep, MRAIL_ERR_IO, true,
+			     "fault injected: connection to %s dropped "
+			     "after %lld frames (drop_after)",
+			     dc->remote_name,
+			     (long long)fake_drv(ep)->par.drop_after);
+	else if (dc->state == DC_EP_CONNECTED && dc->send_errno)
+		fake_ep_fail(ep, MRAIL_ERR_PEER, false, "send to %s failed: %s",
+			     dc->remote_name, strerror(dc->send_errno));
 }
 
-static int handle_epoll(struct mrail_drv *drv)
+static void fake_timer_events(struct dc_drv *dc, struct dc_pollable *obj,
+			      uint32_t events)
 {
-	struct epoll_event evs[FAKE_EPOLL_BATCH];
-	int nev = epoll_wait(drv->epfd, evs, FAKE_EPOLL_BATCH, 0);
 	uint64_t ticks;
 
-	if (nev < 0) {
-		if (errno != EINTR)
-			mrail_error("fake: epoll_wait: %s", strerror(errno));
-		return 0;
-	}
-	for (int i = 0; i < nev; i++) {
-		struct fake_pollable *obj = evs[i].data.ptr;
-		if (obj->kind == FAKE_OBJ_TIMER) {
-			if (read(obj->fd, &ticks, sizeof ticks) < 0 &&
-			    errno != EAGAIN)
-				mrail_debug("fake: timerfd read: %s",
-					    strerror(errno));
-			drv->timer_due = 0;
-		} else if (obj->kind == FAKE_OBJ_LISTENER) {
-			listener_accept(drv, (struct fake_listener *)obj);
-		} else {
-			struct mrail_drv_ep *ep = (struct mrail_drv_ep *)obj;
-			if (ep->state != FAKE_EP_CONNECTED)
-				continue;
-			if (evs[i].events & EPOLLOUT)
-				ep->want_out = false; /* flushed below */
-			if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
-				fake_rx_process(ep);
-		}
-	}
-	return nev;
+	(void)events;
+	if (read(obj->fd, &ticks, sizeof ticks) < 0 && errno != EAGAIN)
+		mrail_debug("fake: timerfd read: %s", strerror(errno));
+	((struct mrail_drv *)dc)->timer_due = 0;
+}
+
+static void fake_ep_events(struct dc_ep *dc, uint32_t events)
+{
+	struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc;
+
+	if (dc->state != DC_EP_CONNECTED)
+		return;
+	if (events & EPOLLOUT)
+		ep->want_out = false; /* flushed below */
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+		fake_rx_process(ep);
 }
 
 /* Due frames of every endpoint; returns the earliest waiting time. */
 static double flush_all(struct mrail_drv *drv, double now)
 {
 	double next = INFINITY;
+	struct mrail_list *pos, *tmp;
 
-	for (struct mrail_drv_ep *ep = drv->eps; ep; ep = ep->next) {
-		if (ep->state == FAKE_EP_CONNECTED && ep->sq_head &&
+	dc_foreach_ep(pos, tmp, &drv->dc) {
+		struct mrail_drv_ep *ep =
+			(struct mrail_drv_ep *)dc_ep_entry(pos);
+		if (ep->dc.state == DC_EP_CONNECTED && ep->dc.sq_head &&
 		    !ep->want_out)
 			flush_or_fail(ep, now, &next);
-		else if (ep->state == FAKE_EP_CONNECTING &&
-			 ep->connect_errno == EAGAIN && !ep->needs_attention)
+		else if (ep->dc.state == DC_EP_CONNECTING &&
+			 ep->dc.connect_errno == EAGAIN && !ep->dc.needs_attention)
 			try_connect(ep); /* answered by the next progress */
 	}
 	return next;
@@ -803,25 +629,23 @@ static int fake_progress(struct mrail_drv *drv)
 
 	/* An upcall that calls progress again would re-enter a receive in
 	 * the middle of a frame: refuse. */
-	if (!drv || drv->progress_depth > 0)
+	if (!drv || !dc_progress_enter(&drv->dc))
 		return 0;
-	drv->progress_depth++;
-	n = drv->attention ? handle_attention(drv) : 0;
-	n += handle_epoll(drv);
+	n = drv->dc.attention ? dc_attend(&drv->dc) : 0;
+	n += dc_epoll_dispatch(&drv->dc);
 	now = mrail_now();
 	next = flush_all(drv, now);
 	n += fake_rma_progress(drv, now, &rma_next);
-	n += fake_run_completions(drv);
+	n += dc_run_completions(&drv->dc);
 	if (rma_next < next)
 		next = rma_next;
-	if (drv->attention || drv->done_count)
+	if (drv->dc.attention || drv->dc.done_count)
 		next = now; /* more to do at once */
 	if (isinf(next))
 		timer_disarm(drv);
 	else if (drv->timer_due == 0 || next < drv->timer_due)
 		fake_timer_want(drv, next);
-	drv->progress_depth--;
-	free_zombies(drv);
+	dc_progress_leave(&drv->dc);
 	return n;
 }
 
@@ -833,13 +657,13 @@ const struct mrail_drv_ops mrail_fake_driver_ops = {
 	.query_caps = fake_query_caps,
 	.listen = fake_listen,
 	.connect = fake_connect,
-	.ep_set_ctx = fake_ep_set_ctx,
+	.ep_set_ctx = dc_op_ep_set_ctx,
 	.send = fake_send,
-	.ep_backlog = fake_ep_backlog,
+	.ep_backlog = dc_op_ep_backlog,
 	.progress = fake_progress,
 	.wait_fd = fake_wait_fd,
-	.ep_names = fake_ep_names,
-	.ep_close = fake_ep_close,
+	.ep_names = dc_op_ep_names,
+	.ep_close = dc_op_ep_close,
 	.list_rails = fake_list_rails,
 	.ep_query = fake_ep_query,
 	.rma = &fake_rma_ops,

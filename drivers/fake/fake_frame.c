@@ -4,8 +4,9 @@
  * memory and received scattered into [header, head buffer, engine iovec],
  * so a body lands in engine memory without an extra copy.
  *
- * A frame waits in its endpoint's queue until the modelled link lets it go
- * (its due time) and the socket takes it; send_done comes from progress.
+ * A frame waits in its endpoint's queue (drivers/common's) until the
+ * modelled link lets it go (its due time) and the socket takes it;
+ * send_done comes from progress.
  */
 #include "drivers/fake/fake_internal.h"
 #include "util/iov.h"
@@ -19,140 +20,8 @@
 /* Messages one endpoint may receive per progress call (fairness). */
 #define FAKE_RX_BUDGET 16
 
-/* ---- completion list --------------------------------------------------- */
-
-static void done_push(struct mrail_drv *drv, struct fake_send *rec, int status)
-{
-	rec->status = status;
-	rec->next = NULL;
-	if (drv->done_tail)
-		drv->done_tail->next = rec;
-	else
-		drv->done_head = rec;
-	drv->done_tail = rec;
-	drv->done_count++;
-}
-
-static struct fake_send *done_pop(struct mrail_drv *drv)
-{
-	struct fake_send *rec = drv->done_head;
-
-	if (!rec)
-		return NULL;
-	drv->done_head = rec->next;
-	if (!drv->done_head)
-		drv->done_tail = NULL;
-	drv->done_count--;
-	rec->next = NULL;
-	return rec;
-}
-
-static struct fake_send *done_take_of(struct mrail_drv_ep *ep)
-{
-	struct mrail_drv *drv = ep->drv;
-	struct fake_send **pp = &drv->done_head, *taken = NULL, **tail = &taken;
-
-	drv->done_tail = NULL;
-	while (*pp) {
-		struct fake_send *rec = *pp;
-		if (rec->ep == ep) {
-			*pp = rec->next;
-			rec->next = NULL;
-			*tail = rec;
-			tail = &rec->next;
-			drv->done_count--;
-		} else {
-			drv->done_tail = rec;
-			pp = &rec->next;
-		}
-	}
-	return taken;
-}
-
-void fake_drop_done_of(struct mrail_drv_ep *ep)
-{
-	struct fake_send *rec = done_take_of(ep);
-
-	while (rec) {
-		struct fake_send *next = rec->next;
-		free(rec);
-		rec = next;
-	}
-}
-
-void fake_report_done_of(struct mrail_drv_ep *ep)
-{
-	struct fake_send *rec = done_take_of(ep);
-
-	while (rec) {
-		struct fake_send *next = rec->next;
-		void *send_ctx = rec->send_ctx;
-		int status = rec->status;
-
-		free(rec);
-		rec = next;
-		if (ep->state == FAKE_EP_CLOSED)
-			continue; /* closed by an upcall: no more upcalls */
-		ep->drv->base.up->send_done(ep->ctx, send_ctx, status);
-	}
-}
-
-int fake_run_completions(struct mrail_drv *drv)
-{
-	/* Only what is listed now (a send_done may post more). */
-	unsigned limit = drv->done_count;
-	int n = 0;
-
-	while (limit-- > 0) {
-		struct fake_send *rec = done_pop(drv);
-		if (!rec)
-			break;
-		struct mrail_drv_ep *ep = rec->ep;
-		void *send_ctx = rec->send_ctx;
-		int status = rec->status;
-		free(rec);
-		drv->base.up->send_done(ep->ctx, send_ctx, status);
-		n++;
-	}
-	return n;
-}
-
-/* ---- send queue -------------------------------------------------------- */
-
-static void sendq_push(struct mrail_drv_ep *ep, struct fake_send *rec)
-{
-	rec->next = NULL;
-	if (ep->sq_tail)
-		ep->sq_tail->next = rec;
-	else
-		ep->sq_head = rec;
-	ep->sq_tail = rec;
-	ep->backlog += rec->bytes;
-}
-
-static struct fake_send *sendq_pop(struct mrail_drv_ep *ep)
-{
-	struct fake_send *rec = ep->sq_head;
-
-	ep->sq_head = rec->next;
-	if (!ep->sq_head)
-		ep->sq_tail = NULL;
-	ep->backlog -= rec->bytes;
-	rec->next = NULL;
-	return rec;
-}
-
-void fake_sendq_fail(struct mrail_drv_ep *ep, int status)
-{
-	while (ep->sq_head)
-		done_push(ep->drv, sendq_pop(ep), status);
-}
-
-void fake_sendq_drop(struct mrail_drv_ep *ep)
-{
-	while (ep->sq_head)
-		free(sendq_pop(ep));
-}
+_Static_assert(FAKE_FRAME_HDR_LEN <= DC_SEND_HDR_MAX,
+	       "the frame header fits a send record");
 
 static bool faults_left(const struct mrail_drv *drv)
 {
@@ -162,11 +31,9 @@ static bool faults_left(const struct mrail_drv *drv)
 
 /* 0 sent, 1 held (stall fault), -EAGAIN socket full, -EPIPE the drop
  * fault fired, or -errno. */
-static int write_frame(struct mrail_drv_ep *ep, struct fake_send *rec)
+static int write_frame(struct mrail_drv_ep *ep, struct dc_send *rec)
 {
-	struct mrail_drv *drv = ep->drv;
-	struct msghdr msg = {.msg_iov = rec->iov,
-			     .msg_iovlen = (size_t)rec->iov_cnt};
+	struct mrail_drv *drv = fake_drv(ep);
 	bool faulty = fake_rail_faulty(drv, ep->rail);
 	ssize_t n;
 
@@ -186,15 +53,13 @@ static int write_frame(struct mrail_drv_ep *ep, struct fake_send *rec)
 	    faults_left(drv)) {
 		ep->drop_injected = true;
 		drv->cnt.errors_injected++;
-		fake_ep_need_attention(ep);
+		dc_ep_need_attention(&ep->dc);
 		return -EPIPE;
 	}
-	do {
-		n = sendmsg(ep->poll.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-	} while (n < 0 && errno == EINTR);
+	n = dc_sock_writev(ep->dc.poll.fd, rec->iov, rec->iov_cnt);
 	if (n < 0)
-		return -errno;
-	if ((uint64_t)n != rec->bytes) /* seqpacket: all or nothing */
+		return (int)n;
+	if ((uint64_t)n != rec->left) /* seqpacket: all or nothing */
 		return -EMSGSIZE;
 	if (faulty)
 		drv->frames_posted_faulty++;
@@ -207,8 +72,8 @@ int fake_flush(struct mrail_drv_ep *ep, double now, double *next_due)
 {
 	int rc = 0;
 
-	while (ep->sq_head && !ep->drop_injected && !ep->send_errno) {
-		struct fake_send *rec = ep->sq_head;
+	while (ep->dc.sq_head && !ep->drop_injected && !ep->dc.send_errno) {
+		struct dc_send *rec = ep->dc.sq_head;
 
 		if (rec->due > now) {
 			if (rec->due < *next_due)
@@ -231,100 +96,59 @@ int fake_flush(struct mrail_drv_ep *ep, double now, double *next_due)
 		}
 		if (rc < 0)
 			break;
-		done_push(ep->drv, sendq_pop(ep), 0);
+		dc_done_push(dc_sendq_pop(&ep->dc), 0);
 	}
-	fake_ep_update_events(ep);
+	dc_ep_update_events(&ep->dc);
 	return rc;
 }
 
 /* ---- posting ----------------------------------------------------------- */
 
-static int check_frame(size_t head_len, const void *head,
-		       const struct iovec *body, int body_cnt,
-		       uint64_t *body_len)
-{
-	if (head_len > FAKE_MAX_HEAD || (!head && head_len)) {
-		mrail_error("fake: send of a %zu-byte head (limit %zu)",
-			    head_len, FAKE_MAX_HEAD);
-		return MRAIL_ERR_INVALID;
-	}
-	if (body_cnt < 0 || body_cnt > FAKE_MAX_BODY_IOV ||
-	    (!body && body_cnt)) {
-		mrail_error("fake: send with a body of %d iovec entries "
-			    "(limit %d)",
-			    body_cnt, FAKE_MAX_BODY_IOV);
-		return MRAIL_ERR_INVALID;
-	}
-	*body_len = mrail_iov_length(body, body_cnt);
-	if (*body_len > FAKE_MAX_BODY) {
-		mrail_error("fake: send with a body of %llu bytes (limit %llu)",
-			    (unsigned long long)*body_len,
-			    (unsigned long long)FAKE_MAX_BODY);
-		return MRAIL_ERR_INVALID;
-	}
-	return 0;
-}
-
 int fake_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	      const struct iovec *body, int body_cnt, void *send_ctx)
 {
-	struct fake_send *rec;
+	struct dc_send *rec;
 	uint64_t body_len;
 	int rc;
 
-	if (!ep || ep->state == FAKE_EP_CLOSED)
+	if (!ep || ep->dc.state == DC_EP_CLOSED)
 		return MRAIL_ERR_INVALID;
-	if (ep->state == FAKE_EP_FAILED)
+	if (ep->dc.state == DC_EP_FAILED)
 		return MRAIL_ERR_PEER;
-	rc = check_frame(head_len, head, body, body_cnt, &body_len);
+	rc = dc_frame_check(ep->dc.drv, head, head_len, body, body_cnt,
+			    FAKE_MAX_HEAD, FAKE_MAX_BODY_IOV, FAKE_MAX_BODY,
+			    &body_len);
 	if (rc < 0)
 		return rc;
-	rec = malloc(sizeof *rec + (size_t)(body_cnt + 2) * sizeof rec->iov[0]);
+	rec = dc_send_new(&ep->dc, FAKE_FRAME_HDR_LEN, head, head_len, body,
+			  body_cnt, body_len, send_ctx);
 	if (!rec)
 		return MRAIL_ERR_NOMEM;
-	rec->next = NULL;
-	rec->ep = ep;
-	rec->send_ctx = send_ctx;
-	rec->status = 0;
-	rec->body_len = body_len;
-	rec->bytes = FAKE_FRAME_HDR_LEN + head_len + body_len;
-	rec->iov_cnt = body_cnt + 2;
 	fake_put_le32(rec->hdr, FAKE_FRAME_MAGIC | FAKE_FRAME_VERSION << 24);
 	fake_put_le32(rec->hdr + 4, (uint32_t)head_len);
 	fake_put_le64(rec->hdr + 8, body_len);
-	rec->iov[0].iov_base = rec->hdr;
-	rec->iov[0].iov_len = FAKE_FRAME_HDR_LEN;
-	rec->iov[1].iov_base = (void *)head;
-	rec->iov[1].iov_len = head_len;
-	if (body_cnt)
-		memcpy(&rec->iov[2], body, (size_t)body_cnt * sizeof *body);
-	rec->due = fake_link_due(ep->drv, ep->rail, rec->bytes);
+	rec->due = fake_link_due(fake_drv(ep), ep->rail, rec->left);
 
 	/* Lowest-latency path: nothing queued, no modelled delay. */
-	if (ep->state == FAKE_EP_CONNECTED && !ep->sq_head && rec->due == 0 &&
-	    !ep->drop_injected && !ep->send_errno) {
+	if (ep->dc.state == DC_EP_CONNECTED && !ep->dc.sq_head &&
+	    rec->due == 0 && !ep->drop_injected && !ep->dc.send_errno) {
 		rc = write_frame(ep, rec);
 		if (rc == 0) {
-			done_push(ep->drv, rec, 0);
+			dc_done_push(rec, 0);
 			return 0;
 		}
 		if (rc == -EAGAIN) {
 			ep->want_out = true;
-			fake_ep_update_events(ep);
+			dc_ep_update_events(&ep->dc);
 		} else if (rc != -EPIPE && rc != 1) {
-			ep->send_errno = -rc; /* ep_error from progress */
-			fake_ep_need_attention(ep);
+			ep->dc.send_errno = -rc; /* ep_error from progress */
+			dc_ep_need_attention(&ep->dc);
 		}
 	}
-	sendq_push(ep, rec);
+	dc_sendq_push(&ep->dc, rec);
 	if (rec->due > 0)
-		fake_timer_want(ep->drv, rec->due);
+		fake_timer_want(fake_drv(ep), rec->due);
 	return 0;
-}
-
-uint64_t fake_ep_backlog(struct mrail_drv_ep *ep)
-{
-	return ep ? ep->backlog : 0;
 }
 
 /* ---- receiving --------------------------------------------------------- */
@@ -339,21 +163,21 @@ static bool rx_header_ok(struct mrail_drv_ep *ep, const uint8_t *h,
 		fake_ep_fail(ep, MRAIL_ERR_PROTO, false,
 			     "%s sent a %zd-byte message, shorter than a "
 			     "frame header (%d bytes)",
-			     ep->remote_name, msg_len, FAKE_FRAME_HDR_LEN);
+			     ep->dc.remote_name, msg_len, FAKE_FRAME_HDR_LEN);
 		return false;
 	}
 	if ((magic & FAKE_FRAME_MAGIC_MASK) != FAKE_FRAME_MAGIC) {
 		fake_ep_fail(ep, MRAIL_ERR_PROTO, false,
 			     "%s sent a message that is not a fake driver "
 			     "frame (starts %02x %02x %02x, expected \"MRF\")",
-			     ep->remote_name, h[0], h[1], h[2]);
+			     ep->dc.remote_name, h[0], h[1], h[2]);
 		return false;
 	}
 	if (magic >> 24 != FAKE_FRAME_VERSION) {
 		fake_ep_fail(ep, MRAIL_ERR_PROTO, false,
 			     "%s speaks fake frame version %u, this driver "
 			     "speaks %u",
-			     ep->remote_name, magic >> 24, FAKE_FRAME_VERSION);
+			     ep->dc.remote_name, magic >> 24, FAKE_FRAME_VERSION);
 		return false;
 	}
 	*head_len = fake_get_le32(h + 4);
@@ -363,7 +187,7 @@ static bool rx_header_ok(struct mrail_drv_ep *ep, const uint8_t *h,
 		fake_ep_fail(ep, MRAIL_ERR_PROTO, false,
 			     "%s sent a %zd-byte message announcing a %u-byte "
 			     "head and a %llu-byte body (limits %zu, %llu)",
-			     ep->remote_name, msg_len, *head_len,
+			     ep->dc.remote_name, msg_len, *head_len,
 			     (unsigned long long)*body_len, FAKE_MAX_HEAD,
 			     (unsigned long long)FAKE_MAX_BODY);
 		return false;
@@ -379,7 +203,7 @@ static ssize_t rx_msg(struct mrail_drv_ep *ep, struct iovec *iov, int cnt,
 	ssize_t n;
 
 	do {
-		n = recvmsg(ep->poll.fd, &msg, flags | MSG_DONTWAIT);
+		n = recvmsg(ep->dc.poll.fd, &msg, flags | MSG_DONTWAIT);
 	} while (n < 0 && errno == EINTR);
 	if (msg_flags)
 		*msg_flags = msg.msg_flags;
@@ -393,7 +217,7 @@ static bool rx_dst_ok(struct mrail_drv_ep *ep, const struct iovec *dst,
 		fake_ep_fail(ep, MRAIL_ERR_PROTO, false,
 			     "engine gave %d receive iovec entries for a "
 			     "%llu-byte body from %s (allowed 1..%d)",
-			     cnt, (unsigned long long)body_len, ep->remote_name,
+			     cnt, (unsigned long long)body_len, ep->dc.remote_name,
 			     FAKE_MAX_BODY_IOV);
 		return false;
 	}
@@ -402,7 +226,7 @@ static bool rx_dst_ok(struct mrail_drv_ep *ep, const struct iovec *dst,
 			     "engine gave a %zu-byte receive iovec for a "
 			     "%llu-byte body from %s",
 			     mrail_iov_length(dst, cnt),
-			     (unsigned long long)body_len, ep->remote_name);
+			     (unsigned long long)body_len, ep->dc.remote_name);
 		return false;
 	}
 	return true;
@@ -411,7 +235,7 @@ static bool rx_dst_ok(struct mrail_drv_ep *ep, const struct iovec *dst,
 /* One message; false when the endpoint is empty or no longer usable. */
 static bool rx_one(struct mrail_drv_ep *ep)
 {
-	const struct mrail_drv_upcalls *up = ep->drv->base.up;
+	const struct mrail_drv_upcalls *up = fake_drv(ep)->dc.base.up;
 	uint8_t hdr[FAKE_FRAME_HDR_LEN];
 	struct iovec iov[FAKE_MAX_BODY_IOV + 2];
 	uint32_t head_len;
@@ -422,19 +246,19 @@ static bool rx_one(struct mrail_drv_ep *ep)
 
 	/* MSG_TRUNC: the length of the whole message, not of what fits. */
 	do {
-		total = recv(ep->poll.fd, hdr, sizeof hdr,
+		total = recv(ep->dc.poll.fd, hdr, sizeof hdr,
 			     MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
 	} while (total < 0 && errno == EINTR);
 	if (total == 0) {
 		fake_ep_fail(ep, MRAIL_ERR_PEER, false,
-			     "connection closed by peer %s", ep->remote_name);
+			     "connection closed by peer %s", ep->dc.remote_name);
 		return false;
 	}
 	if (total < 0) {
 		if (errno != EAGAIN)
 			fake_ep_fail(ep, MRAIL_ERR_PEER, false,
 				     "receive from %s failed: %s",
-				     ep->remote_name, strerror(errno));
+				     ep->dc.remote_name, strerror(errno));
 		return false;
 	}
 	if (!rx_header_ok(ep, hdr, total, &head_len, &body_len))
@@ -444,7 +268,7 @@ static bool rx_one(struct mrail_drv_ep *ep)
 		if (!ep->head_buf) {
 			fake_ep_fail(ep, MRAIL_ERR_NOMEM, false,
 				     "no memory for a receive buffer for %s",
-				     ep->remote_name);
+				     ep->dc.remote_name);
 			return false;
 		}
 	}
@@ -458,31 +282,31 @@ static bool rx_one(struct mrail_drv_ep *ep)
 			fake_ep_fail(ep, MRAIL_ERR_PEER, false,
 				     "receive from %s: message changed "
 				     "between peek and read (%zd)",
-				     ep->remote_name, n);
+				     ep->dc.remote_name, n);
 			return false;
 		}
-		ep->drv->cnt.frames_received++;
-		up->recv_frame(ep->ctx, ep->head_buf, head_len);
-		return ep->state == FAKE_EP_CONNECTED;
+		fake_drv(ep)->cnt.frames_received++;
+		up->recv_frame(ep->dc.ctx, ep->head_buf, head_len);
+		return ep->dc.state == DC_EP_CONNECTED;
 	}
 	/* The engine picks the body's place from the head: peek it. */
 	n = rx_msg(ep, iov, 2, MSG_PEEK, NULL);
 	if (n != (ssize_t)(FAKE_FRAME_HDR_LEN + head_len)) {
 		fake_ep_fail(ep, MRAIL_ERR_PEER, false,
 			     "peek of a frame head from %s failed (%zd)",
-			     ep->remote_name, n);
+			     ep->dc.remote_name, n);
 		return false;
 	}
-	cookie = up->recv_body(ep->ctx, ep->head_buf, head_len, body_len,
+	cookie = up->recv_body(ep->dc.ctx, ep->head_buf, head_len, body_len,
 			       iov + 2, &cnt);
-	if (ep->state != FAKE_EP_CONNECTED)
+	if (ep->dc.state != DC_EP_CONNECTED)
 		return false;
 	if (!cookie) {
 		fake_ep_fail(ep, MRAIL_ERR_PROTO, false,
 			     "engine rejected a frame with a %u-byte head and "
 			     "a %llu-byte body from %s",
 			     head_len, (unsigned long long)body_len,
-			     ep->remote_name);
+			     ep->dc.remote_name);
 		return false;
 	}
 	if (!rx_dst_ok(ep, iov + 2, cnt, body_len))
@@ -492,12 +316,12 @@ static bool rx_one(struct mrail_drv_ep *ep)
 		fake_ep_fail(ep, MRAIL_ERR_PEER, false,
 			     "receive of a frame body from %s failed (%zd of "
 			     "%zd bytes)",
-			     ep->remote_name, n, total);
+			     ep->dc.remote_name, n, total);
 		return false;
 	}
-	ep->drv->cnt.frames_received++;
-	up->recv_body_done(ep->ctx, cookie);
-	return ep->state == FAKE_EP_CONNECTED;
+	fake_drv(ep)->cnt.frames_received++;
+	up->recv_body_done(ep->dc.ctx, cookie);
+	return ep->dc.state == DC_EP_CONNECTED;
 }
 
 void fake_rx_process(struct mrail_drv_ep *ep)

@@ -6,6 +6,7 @@
 #ifndef MRAIL_DRIVERS_FAKE_INTERNAL_H
 #define MRAIL_DRIVERS_FAKE_INTERNAL_H
 
+#include "drivers/common/dc.h"
 #include "drivers/driver.h"
 #include "drivers/fake/fake.h"
 
@@ -48,8 +49,7 @@
 #define FAKE_MR_SLOTS 16384
 /* Deregistered handles kept to catch their reuse (then freed). */
 #define FAKE_MR_QUARANTINE 4096
-#define FAKE_EPOLL_BATCH 64
-#define FAKE_NAME_LEN 80
+#define FAKE_NAME_LEN DC_NAME_LEN
 
 static inline void fake_put_le32(uint8_t *p, uint32_t v)
 {
@@ -93,32 +93,13 @@ int fake_params_parse(const char *s, struct fake_params *p);
 
 /* ---- objects ----------------------------------------------------------- */
 
-enum fake_obj_kind { FAKE_OBJ_LISTENER, FAKE_OBJ_EP, FAKE_OBJ_TIMER };
-
-struct fake_pollable {
-	enum fake_obj_kind kind;
-	int fd;
-};
-
 struct fake_listener {
-	struct fake_pollable poll;
+	struct dc_listener dc; /* first: registered in the epoll set */
 	int rail;
-	char name[FAKE_NAME_LEN];
 };
 
-/* One posted frame: iov[0] header, iov[1] head, then the body. */
-struct fake_send {
-	struct fake_send *next;
-	struct mrail_drv_ep *ep;
-	void *send_ctx;
-	double due; /* leaves the modelled link at this time */
-	uint64_t bytes;
-	uint64_t body_len;
-	int status;
-	int iov_cnt;
-	uint8_t hdr[FAKE_FRAME_HDR_LEN];
-	struct iovec iov[];
-};
+/* Frames are struct dc_send records (drivers/common): hdr holds the frame
+ * header, due the time the link model lets it go. */
 
 enum fake_rma_kind { FAKE_GET, FAKE_PUT };
 
@@ -160,27 +141,10 @@ struct mrail_drv_mr {
 	struct mrail_drv_mr *next; /* quarantine */
 };
 
-enum fake_ep_state {
-	FAKE_EP_CONNECTING,
-	FAKE_EP_CONNECTED,
-	FAKE_EP_FAILED,
-	FAKE_EP_CLOSED,
-};
-
 struct mrail_drv_ep {
-	struct fake_pollable poll;
-	struct mrail_drv *drv;
-	void *ctx;
-	enum fake_ep_state state;
+	struct dc_ep dc; /* first: state, names, send queue (drivers/common) */
 	int rail;
 	pid_t peer_pid;
-	uint32_t ev_mask;
-	struct mrail_drv_ep *prev, *next; /* drv->eps */
-
-	bool needs_attention;
-	struct mrail_drv_ep *attention_next;
-	int connect_errno;   /* connect failed early (or EAGAIN: retry) */
-	int send_errno;      /* a write failed outside progress */
 	bool drop_injected;  /* drop_after fired on this endpoint */
 	bool stalled;        /* stall_after fired: frames stay queued */
 	bool want_out;       /* a due frame met a full socket */
@@ -190,32 +154,14 @@ struct mrail_drv_ep {
 		size_t len;
 	} remote_addr;
 
-	struct fake_send *sq_head, *sq_tail;
-	uint64_t backlog;
-
 	uint8_t *head_buf; /* FAKE_MAX_HEAD bytes, allocated on first frame */
-
-	char local_name[FAKE_NAME_LEN];
-	char remote_name[FAKE_NAME_LEN];
 };
 
 struct mrail_drv {
-	struct mrail_drv_base base;
+	struct dc_drv dc; /* first: upcalls, endpoints, epoll set */
 	struct fake_params par;
-	int epfd;
-	struct fake_pollable timer;
+	struct dc_pollable timer;
 	double timer_due; /* armed for this time, 0 if not armed */
-
-	struct fake_listener **listeners;
-	int nlisteners;
-
-	struct mrail_drv_ep *eps;
-	struct mrail_drv_ep *zombies;
-	struct mrail_drv_ep *attention;
-	int progress_depth;
-
-	struct fake_send *done_head, *done_tail;
-	unsigned done_count;
 
 	/* Modelled links: each rail's outgoing direction is busy until. */
 	double link_busy[FAKE_MAX_RAILS];
@@ -234,13 +180,16 @@ struct mrail_drv {
 	struct mrail_fake_counters cnt;
 };
 
+static inline struct mrail_drv *fake_drv(const struct mrail_drv_ep *ep)
+{
+	return (struct mrail_drv *)ep->dc.drv;
+}
+
 /* ---- fake.c ------------------------------------------------------------ */
-void fake_ep_update_events(struct mrail_drv_ep *ep);
-void fake_ep_need_attention(struct mrail_drv_ep *ep);
 /* Report a broken connection (progress only). With failed_sends_first,
  * queued frames get their error send_done before ep_error. */
-void fake_ep_fail(struct mrail_drv_ep *ep, int status, bool failed_sends_first,
-		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+#define fake_ep_fail(ep, status, failed_sends_first, ...) \
+	dc_ep_fail(&(ep)->dc, status, failed_sends_first, __VA_ARGS__)
 /* Make wait_fd readable at time `due` (or sooner if already armed so). */
 void fake_timer_want(struct mrail_drv *drv, double due);
 bool fake_rail_faulty(const struct mrail_drv *drv, int rail);
@@ -250,15 +199,9 @@ double fake_link_due(struct mrail_drv *drv, int rail, uint64_t bytes);
 /* ---- fake_frame.c ------------------------------------------------------ */
 int fake_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	      const struct iovec *body, int body_cnt, void *send_ctx);
-uint64_t fake_ep_backlog(struct mrail_drv_ep *ep);
 /* Write due frames; 0 or -errno. Sets *next_due to the earliest frame
  * still waiting for its time (unchanged if none). */
 int fake_flush(struct mrail_drv_ep *ep, double now, double *next_due);
-void fake_sendq_fail(struct mrail_drv_ep *ep, int status);
-void fake_sendq_drop(struct mrail_drv_ep *ep);
-void fake_report_done_of(struct mrail_drv_ep *ep);
-void fake_drop_done_of(struct mrail_drv_ep *ep);
-int fake_run_completions(struct mrail_drv *drv);
 void fake_rx_process(struct mrail_drv_ep *ep);
 
 /* ---- fake_rma.c -------------------------------------------------------- */

@@ -263,15 +263,15 @@ static int post(struct mrail_drv_ep *ep, enum fake_rma_kind kind, void *laddr,
 	struct mrail_drv *drv;
 	struct fake_rma *op;
 
-	if (!ep || ep->state == FAKE_EP_CLOSED || !laddr || !rkey ||
+	if (!ep || ep->dc.state == DC_EP_CLOSED || !laddr || !rkey ||
 	    len == 0 || len > FAKE_MAX_RMA) {
 		mrail_error("fake: %s of %zu bytes: invalid arguments",
 			    kind == FAKE_GET ? "get" : "put", len);
 		return MRAIL_ERR_INVALID;
 	}
-	if (ep->state == FAKE_EP_FAILED)
+	if (ep->dc.state == DC_EP_FAILED)
 		return MRAIL_ERR_PEER;
-	drv = ep->drv;
+	drv = fake_drv(ep);
 	op = calloc(1, sizeof *op);
 	if (!op)
 		return MRAIL_ERR_NOMEM;
@@ -342,7 +342,7 @@ static int violation(const struct fake_rma *op, const char *fmt, ...)
 	va_end(ap);
 	mrail_warn("fake: %s of %zu bytes at %#llx with %s: %s", OPNAME(op),
 		   op->len, (unsigned long long)op->raddr,
-		   op->ep->remote_name, why);
+		   op->ep->dc.remote_name, why);
 	return MRAIL_ERR_PROTO;
 }
 
@@ -354,7 +354,7 @@ static int errno_status(const struct fake_rma *op, int err, const char *what)
 		return violation(op, "%s: memory not mapped in the peer",
 				 what);
 	mrail_error("fake: %s with %s: %s: %s%s", OPNAME(op),
-		    op->ep->remote_name, what, strerror(err),
+		    op->ep->dc.remote_name, what, strerror(err),
 		    err == EPERM ? " (ptrace permission to the peer process "
 				   "is needed)"
 				 : "");
@@ -372,7 +372,7 @@ static int check_local(const struct fake_rma *op)
 				 : m->magic == FAKE_MR_DEAD
 					 ? "was deregistered"
 					 : "is not a registration");
-	if (m->drv != op->ep->drv)
+	if (m->drv != fake_drv(op->ep))
 		return violation(op, "local registration belongs to another "
 				     "driver instance");
 	if (a < (uintptr_t)m->addr || op->len > m->len ||
@@ -484,9 +484,9 @@ static struct fake_rma *take_due(struct mrail_drv *drv, double now,
 	struct fake_rma *prev = NULL;
 
 	for (struct fake_rma *op = drv->rma_head; op; prev = op, op = op->next) {
-		if (op->ep->state == FAKE_EP_CONNECTING)
+		if (op->ep->dc.state == DC_EP_CONNECTING)
 			continue; /* runs once connected */
-		if (op->ep->state == FAKE_EP_CONNECTED && op->due > now) {
+		if (op->ep->dc.state == DC_EP_CONNECTED && op->due > now) {
 			if (op->due < *next_due)
 				*next_due = op->due;
 			continue;
@@ -512,7 +512,7 @@ int fake_rma_progress(struct mrail_drv *drv, double now, double *next_due)
 		struct mrail_drv_ep *ep = op->ep;
 		int status = op->status;
 
-		if (status == 0 && ep->state != FAKE_EP_CONNECTED)
+		if (status == 0 && ep->dc.state != DC_EP_CONNECTED)
 			status = MRAIL_ERR_PEER;
 		if (status == 0)
 			status = execute(op);
@@ -522,7 +522,7 @@ int fake_rma_progress(struct mrail_drv *drv, double now, double *next_due)
 			drv->cnt.rma_errors++;
 		void *op_ctx = op->op_ctx;
 		free(op);
-		drv->base.up->rma_done(ep->ctx, op_ctx, status);
+		drv->dc.base.up->rma_done(ep->dc.ctx, op_ctx, status);
 		n++;
 	}
 	return n;
@@ -530,18 +530,18 @@ int fake_rma_progress(struct mrail_drv *drv, double now, double *next_due)
 
 void fake_rma_fail_of(struct mrail_drv_ep *ep, int status)
 {
-	for (struct fake_rma *op = ep->drv->rma_head; op; op = op->next)
+	for (struct fake_rma *op = fake_drv(ep)->rma_head; op; op = op->next)
 		if (op->ep == ep) {
 			if (op->status == 0)
 				op->status = status;
 			op->due = 0;
 		}
-	fake_timer_want(ep->drv, mrail_now());
+	fake_timer_want(fake_drv(ep), mrail_now());
 }
 
 void fake_rma_drop_of(struct mrail_drv_ep *ep)
 {
-	struct mrail_drv *drv = ep->drv;
+	struct mrail_drv *drv = fake_drv(ep);
 	struct fake_rma *prev = NULL, *op = drv->rma_head;
 
 	while (op) {
