@@ -1,10 +1,20 @@
-/* The built-in drivers. A new driver adds one line here. */
+/*
+ * The built-in drivers. A new driver adds one line here.
+ *
+ * Compiled once per library: the installed libmrail lists the production
+ * drivers; the build's test copy, libmrail-testdrivers, is compiled with
+ * MRAIL_REGISTRY_TEST_DRIVERS and lists the test drivers (fake) too.
+ */
 #include "drivers/driver.h"
 #include "mrail_config.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+#ifndef MRAIL_REGISTRY_TEST_DRIVERS
+#define MRAIL_REGISTRY_TEST_DRIVERS 0
+#endif
 
 extern const struct mrail_drv_ops mrail_tcp_driver_ops;
 extern const struct mrail_drv_ops mrail_fake_driver_ops;
@@ -16,7 +26,7 @@ static const struct mrail_drv_ops *const drivers[] = {
 #if MRAIL_HAVE_LIBFABRIC
 	&mrail_ofi_driver_ops,
 #endif
-#if MRAIL_HAVE_TEST_DRIVERS
+#if MRAIL_REGISTRY_TEST_DRIVERS
 	&mrail_fake_driver_ops,
 #endif
 #if MRAIL_HAVE_IBVERBS
@@ -74,8 +84,12 @@ static const struct {
 		"missing, or -Dofi=disabled)", MRAIL_HAVE_LIBFABRIC},
 	{"verbs", "libmrail was configured without libibverbs "
 		  "(libibverbs-dev missing)", MRAIL_HAVE_IBVERBS},
-	{"fake", "test drivers are off (-Dtest_drivers=false)",
-	 MRAIL_HAVE_TEST_DRIVERS},
+	{"fake", MRAIL_HAVE_TEST_DRIVERS
+			 ? "it is a test driver: only the build's test copy of "
+			   "the library (libmrail-testdrivers) has it, not "
+			   "the installed libmrail"
+			 : "test drivers are off (-Dtest_drivers=false)",
+	 MRAIL_REGISTRY_TEST_DRIVERS},
 };
 
 const char *mrail_driver_absent_why(const char *name)

@@ -122,10 +122,7 @@ static const struct mrail_verbs_api *choose_api(struct mrail_drv *drv,
 			mrail_error("verbs: MRAIL_VERBS_DOUBLE='%s' asks for "
 				    "the verbs test double, which %s",
 				    conf,
-				    MRAIL_HAVE_TEST_DRIVERS
-					    ? "refused its configuration"
-					    : "this build lacks (meson "
-					      "option test_drivers)");
+				    mrail_verbs_double_why());
 		return d;
 	}
 	return &mrail_verbs_real_api;

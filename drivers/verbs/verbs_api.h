@@ -69,5 +69,7 @@ extern const struct mrail_verbs_api mrail_verbs_real_api;
  * (logged) or the double is not built.
  */
 const struct mrail_verbs_api *mrail_verbs_double_api(const char *conf);
+/* Why mrail_verbs_double_api returned NULL, for the error message. */
+const char *mrail_verbs_double_why(void);
 
 #endif

@@ -793,3 +793,8 @@ const struct mrail_verbs_api *mrail_verbs_double_api(const char *conf)
 	pthread_mutex_unlock(&vdbl_g.mu);
 	return &vdbl_api;
 }
+
+const char *mrail_verbs_double_why(void)
+{
+	return "refused its configuration";
+}
