@@ -33,7 +33,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#define DC_NAME_LEN 80
+#define DC_NAME_LEN 160
 /* Room for a driver's frame header in a send record. */
 #define DC_SEND_HDR_MAX 16
 
@@ -101,6 +101,8 @@ struct dc_hooks {
 	const char *name; /* log prefix ("tcp") */
 	/* Free the driver's part of a closed endpoint and the endpoint. */
 	void (*ep_free)(struct dc_ep *ep);
+	/* ep_close was called, ep is still in its state: tell the peer. */
+	void (*ep_closing)(struct dc_ep *ep);
 	/* Handle what dc_ep_need_attention flagged (from progress). */
 	void (*ep_attend)(struct dc_ep *ep);
 	/* Work flagged outside progress needs a progress call: make

@@ -185,6 +185,8 @@ void dc_ep_close(struct dc_ep *ep)
 	if (!ep || ep->state == DC_EP_CLOSED)
 		return;
 	drv = ep->drv;
+	if (drv->hooks->ep_closing)
+		drv->hooks->ep_closing(ep);
 	ep->state = DC_EP_CLOSED;
 	/* Explicit removal from epoll: a forked child may share the
 	 * socket, and then close() alone would leave it registered. */

@@ -6,11 +6,11 @@
  * are in ofi_rails.c, frames in ofi_frame.c, RMA in ofi_rma.c. See
  * docs/driver-ofi.md.
  *
- * Lifetime rule (as in the TCP and fake drivers): ep_close() during
- * progress parks the endpoint on drv->zombies, freed when the outermost
+ * Endpoint lifetime is drivers/common's (as for the TCP and fake drivers):
+ * ep_close() during progress parks the endpoint until the outermost
  * progress returns, so code that made an upcall may still look at
- * ep->state afterwards. Operations still posted when their endpoint closes
- * become orphans, freed by their completion (or at close).
+ * ep->dc.state afterwards. Operations still posted when their endpoint
+ * closes become orphans, freed by their completion (or at close).
  */
 #include "drivers/ofi/ofi_internal.h"
 #include "util/clock.h"
@@ -117,7 +117,27 @@ bool ofi_orphan_done(struct mrail_drv *drv, struct ofi_op *op)
 
 /* ---- endpoints --------------------------------------------------------- */
 
-static struct mrail_drv_ep *ep_new(struct ofi_rail *r, enum ofi_ep_state st,
+static void ep_free(struct dc_ep *dc)
+{
+	free(dc);
+}
+
+static void ep_closing(struct dc_ep *dc);
+static void ep_drop_ops(struct dc_ep *dc);
+
+static const struct dc_hooks ofi_hooks = {
+	.name = "ofi",
+	.ep_free = ep_free,
+	.ep_closing = ep_closing,
+	.ep_drop_ops = ep_drop_ops,
+};
+
+static struct mrail_drv_ep *ep_at(struct mrail_list *pos)
+{
+	return (struct mrail_drv_ep *)dc_ep_entry(pos);
+}
+
+static struct mrail_drv_ep *ep_new(struct ofi_rail *r, enum dc_ep_state st,
 				   void *ctx)
 {
 	struct mrail_drv *drv = r->drv;
@@ -130,38 +150,24 @@ static struct mrail_drv_ep *ep_new(struct ofi_rail *r, enum ofi_ep_state st,
 		free(ep);
 		return NULL;
 	}
-	ep->drv = drv;
 	ep->rail = r;
-	ep->ctx = ctx;
-	ep->state = st;
 	ep->id = ++drv->next_id;
 	ep->peer_rail = -1;
 	ep->last_heard = ep->last_sent = mrail_now();
-	ep->next = drv->eps;
-	if (drv->eps)
-		drv->eps->prev = ep;
-	drv->eps = ep;
+	dc_ep_add(&drv->dc, &ep->dc, -1, st, ctx);
 	return ep;
-}
-
-static void ep_unlink(struct mrail_drv_ep *ep)
-{
-	struct mrail_drv *drv = ep->drv;
-
-	if (ep->prev)
-		ep->prev->next = ep->next;
-	else
-		drv->eps = ep->next;
-	if (ep->next)
-		ep->next->prev = ep->prev;
-	ep->prev = ep->next = NULL;
 }
 
 struct mrail_drv_ep *ofi_ep_by_id(struct ofi_rail *r, uint32_t id)
 {
-	for (struct mrail_drv_ep *ep = r->drv->eps; ep; ep = ep->next)
-		if (ep->id == id && ep->rail == r)
+	struct mrail_list *pos, *tmp;
+
+	dc_foreach_ep(pos, tmp, &r->drv->dc) {
+		struct mrail_drv_ep *ep = ep_at(pos);
+		if (ep->id == id && ep->rail == r &&
+		    ep->dc.state != DC_EP_CLOSED)
 			return ep;
+	}
 	return NULL;
 }
 
@@ -169,7 +175,7 @@ void ofi_ep_fail(struct mrail_drv_ep *ep, int status, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (ep->state == OFI_EP_CLOSED || ep->state == OFI_EP_FAILED ||
+	if (ep->dc.state == DC_EP_CLOSED || ep->dc.state == DC_EP_FAILED ||
 	    ep->fail_pending)
 		return;
 	va_start(ap, fmt);
@@ -177,27 +183,27 @@ void ofi_ep_fail(struct mrail_drv_ep *ep, int status, const char *fmt, ...)
 	va_end(ap);
 	ep->fail_pending = true;
 	ep->fail_status = status;
-	ofi_kick(ep->drv);
+	ofi_kick(ofi_drv(ep));
 }
 
 /* From progress: the upcall for a failure ofi_ep_fail recorded. */
 static void report_failure(struct mrail_drv_ep *ep)
 {
-	const struct mrail_drv_upcalls *up = ep->drv->base.up;
-	bool was_connecting = ep->state == OFI_EP_CONNECTING;
+	const struct mrail_drv_upcalls *up = ofi_drv(ep)->dc.base.up;
+	bool was_connecting = ep->dc.state == DC_EP_CONNECTING;
 
 	ep->fail_pending = false;
 	if (ep->fail_status == MRAIL_ERR_PROTO)
 		mrail_warn("ofi: %s", ep->fail_why);
 	else
 		mrail_info("ofi: %s", ep->fail_why);
-	ep->state = OFI_EP_FAILED;
+	ep->dc.state = DC_EP_FAILED;
 	ofi_rx_drop(ep);
 	if (was_connecting)
-		up->connected(ep->ctx, MRAIL_ERR_PEER);
+		up->connected(ep->dc.ctx, MRAIL_ERR_PEER);
 	else
-		up->ep_error(ep->ctx, ep->fail_status, ep->fail_why);
-	if (ep->state == OFI_EP_CLOSED)
+		up->ep_error(ep->dc.ctx, ep->fail_status, ep->fail_why);
+	if (ep->dc.state == DC_EP_CLOSED)
 		return;
 	ofi_sends_fail(ep, ep->fail_status);
 	ofi_rma_fail(ep, ep->fail_status);
@@ -233,7 +239,7 @@ static void on_hello(struct ofi_rail *r, const struct ofi_hdr *h,
 	}
 	if (ofi_rail_peer(r, payload + 4, h->len - 4, &fa) < 0)
 		return;
-	ep = ep_new(r, OFI_EP_CONNECTED, NULL);
+	ep = ep_new(r, DC_EP_CONNECTED, NULL);
 	if (!ep) {
 		send_refuse(r, fa, h->src_id);
 		return;
@@ -244,9 +250,9 @@ static void on_hello(struct ofi_rail *r, const struct ofi_hdr *h,
 	ep->peer_pid = (pid_t)ofi_get_le32(payload);
 	straddr[0] = 0;
 	fi_av_straddr(r->av, payload + 4, straddr, &slen);
-	snprintf(ep->local_name, sizeof ep->local_name, "%s#%u", r->printable,
+	snprintf(ep->dc.local_name, sizeof ep->dc.local_name, "%s#%u", r->printable,
 		 ep->id);
-	snprintf(ep->remote_name, sizeof ep->remote_name, "%s#%u (pid %d)",
+	snprintf(ep->dc.remote_name, sizeof ep->dc.remote_name, "%s#%u (pid %d)",
 		 straddr, ep->peer_id, (int)ep->peer_pid);
 	/* ACCEPT leaves before anything the engine sends from the upcall. */
 	ack.dst_id = ep->peer_id;
@@ -255,41 +261,41 @@ static void on_hello(struct ofi_rail *r, const struct ofi_hdr *h,
 	ep->tx_hold = true;
 	if (ofi_send_internal(ep, &ack, pid, sizeof pid) < 0) {
 		send_refuse(r, fa, h->src_id);
-		ep->state = OFI_EP_CLOSED;
-		mrail_ofi_driver_ops.ep_close(ep);
+		ep->dc.state = DC_EP_FAILED; /* no CLOSE: REFUSE said it */
+		dc_ep_close(&ep->dc);
 		return;
 	}
-	ctx = drv->base.up->accepted(drv->base.engine_ctx, ep);
-	if (ep->state == OFI_EP_CLOSED)
+	ctx = drv->dc.base.up->accepted(drv->dc.base.engine_ctx, ep);
+	if (ep->dc.state == DC_EP_CLOSED)
 		return;
 	ep->tx_hold = false;
 	if (!ctx) {
 		send_refuse(r, fa, h->src_id);
-		ep->state = OFI_EP_FAILED; /* no CLOSE: REFUSE said it */
-		mrail_ofi_driver_ops.ep_close(ep);
+		ep->dc.state = DC_EP_FAILED; /* no CLOSE: REFUSE said it */
+		dc_ep_close(&ep->dc);
 		return;
 	}
-	ep->ctx = ctx;
+	ep->dc.ctx = ctx;
 	ofi_sq_flush(ep);
 }
 
 static void on_accept(struct mrail_drv_ep *ep, const struct ofi_hdr *h,
 		      const uint8_t *payload)
 {
-	if (ep->state != OFI_EP_CONNECTING || ep->fail_pending)
+	if (ep->dc.state != DC_EP_CONNECTING || ep->fail_pending)
 		return;
 	ep->peer_id = h->src_id;
 	ep->peer_rail = h->src_rail;
 	ep->peer_pid = h->len >= 4 ? (pid_t)ofi_get_le32(payload) : 0;
-	ep->state = OFI_EP_CONNECTED;
-	snprintf(ep->remote_name + strlen(ep->remote_name),
-		 sizeof ep->remote_name - strlen(ep->remote_name),
+	ep->dc.state = DC_EP_CONNECTED;
+	snprintf(ep->dc.remote_name + strlen(ep->dc.remote_name),
+		 sizeof ep->dc.remote_name - strlen(ep->dc.remote_name),
 		 "#%u (pid %d)", ep->peer_id, (int)ep->peer_pid);
-	mrail_debug("ofi: connected %s -> %s", ep->local_name, ep->remote_name);
-	ep->drv->base.up->connected(ep->ctx, 0);
-	if (ep->state == OFI_EP_CONNECTED)
+	mrail_debug("ofi: connected %s -> %s", ep->dc.local_name, ep->dc.remote_name);
+	ofi_drv(ep)->dc.base.up->connected(ep->dc.ctx, 0);
+	if (ep->dc.state == DC_EP_CONNECTED)
 		ofi_sq_flush(ep);
-	if (ep->state == OFI_EP_CONNECTED)
+	if (ep->dc.state == DC_EP_CONNECTED)
 		ofi_run_held(ep);
 }
 
@@ -315,16 +321,16 @@ void ofi_handle_control(struct ofi_rail *r, const struct ofi_hdr *h,
 		on_accept(ep, h, payload);
 		break;
 	case OFI_REFUSE:
-		if (ep->state == OFI_EP_CONNECTING)
+		if (ep->dc.state == DC_EP_CONNECTING)
 			ofi_ep_fail(ep, MRAIL_ERR_PEER,
 				    "%s refused the connection from %s",
-				    ep->remote_name, ep->local_name);
+				    ep->dc.remote_name, ep->dc.local_name);
 		break;
 	case OFI_CLOSE:
-		if (ep->state == OFI_EP_CONNECTED && h->src_id == ep->peer_id)
+		if (ep->dc.state == DC_EP_CONNECTED && h->src_id == ep->peer_id)
 			ofi_ep_fail(ep, MRAIL_ERR_PEER,
 				    "connection closed by peer %s",
-				    ep->remote_name);
+				    ep->dc.remote_name);
 		break;
 	default: /* PING: hearing it was the point */
 		break;
@@ -366,7 +372,7 @@ static int ofi_open(const struct mrail_drv_open_args *args,
 		free(drv);
 		return rc;
 	}
-	mrail_drv_base_init(&drv->base, &mrail_ofi_driver_ops, args);
+	dc_drv_init(&drv->dc, &ofi_hooks, &mrail_ofi_driver_ops, args);
 	drv->mr_next_key = 1;
 	drv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	drv->kickfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -392,28 +398,11 @@ static int ofi_open(const struct mrail_drv_open_args *args,
 	return 0;
 }
 
-static void ofi_ep_close(struct mrail_drv_ep *ep);
-
-static void free_zombies(struct mrail_drv *drv)
-{
-	while (drv->zombies) {
-		struct mrail_drv_ep *ep = drv->zombies;
-		drv->zombies = ep->next;
-		free(ep);
-	}
-}
-
 static void ofi_close(struct mrail_drv *drv)
 {
-	struct mrail_drv_ep *ep, *next;
-
 	if (!drv)
 		return;
-	for (ep = drv->eps; ep; ep = next) {
-		next = ep->next;
-		ofi_ep_close(ep);
-	}
-	free_zombies(drv);
+	dc_drv_fini(&drv->dc);
 	/* Closing the endpoints stops every operation: orphans go now. */
 	for (int i = 0; i < drv->nrails; i++)
 		if (drv->rails[i].ep) {
@@ -648,23 +637,23 @@ static int ofi_connect(struct mrail_drv *drv, const char *local,
 	rc = ofi_rail_peer(r, a, alen, &fa);
 	if (rc)
 		return rc;
-	ep = ep_new(r, OFI_EP_CONNECTING, ep_ctx);
+	ep = ep_new(r, DC_EP_CONNECTING, ep_ctx);
 	if (!ep)
 		return MRAIL_ERR_NOMEM;
 	ep->peer = fa;
 	ep->peer_rail = rail;
 	str[0] = 0;
 	fi_av_straddr(r->av, a, str, &slen);
-	snprintf(ep->local_name, sizeof ep->local_name, "%s#%u", r->printable,
+	snprintf(ep->dc.local_name, sizeof ep->dc.local_name, "%s#%u", r->printable,
 		 ep->id);
-	snprintf(ep->remote_name, sizeof ep->remote_name, "%s", str);
+	snprintf(ep->dc.remote_name, sizeof ep->dc.remote_name, "%s", str);
 	h.src_rail = (uint8_t)r->index;
 	h.src_id = ep->id;
 	ofi_put_le32(payload, (uint32_t)getpid());
 	memcpy(payload + 4, r->addr, r->addr_len);
 	rc = ofi_send_internal(ep, &h, payload, 4 + r->addr_len);
 	if (rc < 0) {
-		ofi_ep_close(ep);
+		dc_ep_close(&ep->dc);
 		return rc;
 	}
 	*out = ep;
@@ -672,21 +661,6 @@ static int ofi_connect(struct mrail_drv *drv, const char *local,
 }
 
 /* ---- endpoint operations ----------------------------------------------- */
-
-static void ofi_ep_set_ctx(struct mrail_drv_ep *ep, void *ep_ctx)
-{
-	if (ep)
-		ep->ctx = ep_ctx;
-}
-
-static void ofi_ep_names(struct mrail_drv_ep *ep, char *local, size_t llen,
-			 char *remote, size_t rlen)
-{
-	if (local && llen)
-		snprintf(local, llen, "%s", ep ? ep->local_name : "?");
-	if (remote && rlen)
-		snprintf(remote, rlen, "%s", ep ? ep->remote_name : "?");
-}
 
 static void ofi_ep_query(struct mrail_drv_ep *ep,
 			 struct mrail_drv_ep_info *info)
@@ -698,18 +672,15 @@ static void ofi_ep_query(struct mrail_drv_ep *ep,
 	info->fd = -1;
 }
 
-static void ofi_ep_close(struct mrail_drv_ep *ep)
+/* Tell the peer (its requests fail at once rather than at its next
+ * ping). */
+static void ep_closing(struct dc_ep *dc)
 {
-	struct mrail_drv *drv;
+	struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc;
 
-	if (!ep || ep->state == OFI_EP_CLOSED)
-		return;
-	drv = ep->drv;
-	/* Tell the peer (its requests fail at once rather than at its
-	 * next ping). */
 	/* shm maps peers of this process through one shared table: a
 	 * closed instance's region is gone, never write to it. */
-	if (ep->state == OFI_EP_CONNECTED && ep->rail->up &&
+	if (ep->dc.state == DC_EP_CONNECTED && ep->rail->up &&
 	    !(ep->rail->scope == MRAIL_DRV_SCOPE_HOST &&
 	      ep->peer_pid == getpid() &&
 	      strstr(ep->rail->info->fabric_attr->prov_name, "shm"))) {
@@ -720,17 +691,15 @@ static void ofi_ep_close(struct mrail_drv_ep *ep)
 				    .seq = ep->tx_seq}; /* after posted frames */
 		ofi_send_loose(ep->rail, ep->peer, &h, NULL, 0);
 	}
-	ep->state = OFI_EP_CLOSED;
+}
+
+static void ep_drop_ops(struct dc_ep *dc)
+{
+	struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc;
+
 	ofi_sends_drop(ep);
 	ofi_rx_drop(ep);
 	ofi_rma_drop(ep);
-	ep_unlink(ep);
-	if (drv->progress_depth > 0) {
-		ep->next = drv->zombies;
-		drv->zombies = ep;
-	} else {
-		free(ep);
-	}
 }
 
 /* ---- progress ---------------------------------------------------------- */
@@ -839,16 +808,19 @@ static void ping_scan(struct mrail_drv *drv, double now)
 	if (now - drv->last_ping_scan < OFI_PING_INTERVAL)
 		return;
 	drv->last_ping_scan = now;
-	for (struct mrail_drv_ep *ep = drv->eps; ep; ep = ep->next) {
+	struct mrail_list *pos, *tmp;
+
+	dc_foreach_ep(pos, tmp, &drv->dc) {
+		struct mrail_drv_ep *ep = ep_at(pos);
 		struct ofi_hdr h = {.type = OFI_PING};
-		if (ep->state != OFI_EP_CONNECTED || ep->fail_pending)
+		if (ep->dc.state != DC_EP_CONNECTED || ep->fail_pending)
 			continue;
 		/* Same host: a dead process is seen at once. */
 		if (ep->rail->scope == MRAIL_DRV_SCOPE_HOST &&
 		    ep->peer_pid > 0 && pid_dead(ep->peer_pid)) {
 			ofi_ep_fail(ep, MRAIL_ERR_PEER,
 				    "peer process %d of %s died",
-				    (int)ep->peer_pid, ep->remote_name);
+				    (int)ep->peer_pid, ep->dc.remote_name);
 			continue;
 		}
 		/* Otherwise a message to a dead peer fails (tcp: reset). */
@@ -895,12 +867,12 @@ static void arm_wait(struct mrail_drv *drv)
 
 static int ofi_progress(struct mrail_drv *drv)
 {
+	struct mrail_list *pos, *tmp;
 	double now;
 	int n = 0;
 
-	if (!drv || drv->progress_depth > 0)
+	if (!drv || !dc_progress_enter(&drv->dc))
 		return 0;
-	drv->progress_depth++;
 	if (drv->idle_rounds >= OFI_ARM_AFTER)
 		drain_fds(drv); /* we may have slept on them */
 	for (int i = 0; i < drv->nrails; i++)
@@ -909,17 +881,19 @@ static int ofi_progress(struct mrail_drv *drv)
 	for (int i = 0; i < drv->nrails; i++)
 		if (drv->rails[i].nrepost)
 			ofi_rx_repost_pending(&drv->rails[i]);
-	for (struct mrail_drv_ep *ep = drv->eps, *next; ep; ep = next) {
-		next = ep->next;
+	dc_foreach_ep(pos, tmp, &drv->dc) {
+		struct mrail_drv_ep *ep = ep_at(pos);
+		if (ep->dc.state == DC_EP_CLOSED)
+			continue;
 		if (ep->fail_pending) {
 			report_failure(ep);
 			n++;
 			continue;
 		}
-		if (ep->sq_head && (ep->state == OFI_EP_CONNECTED ||
-				    ep->state == OFI_EP_CONNECTING))
+		if (ep->sq_head && (ep->dc.state == DC_EP_CONNECTED ||
+				    ep->dc.state == DC_EP_CONNECTING))
 			ofi_sq_flush(ep); /* HELLO while connecting */
-		if (ep->state != OFI_EP_CONNECTED)
+		if (ep->dc.state != DC_EP_CONNECTED)
 			continue;
 		if (ep->rq_head)
 			ofi_rma_flush(ep);
@@ -933,8 +907,7 @@ static int ofi_progress(struct mrail_drv *drv)
 		drv->idle_rounds = 0;
 	else if (++drv->idle_rounds >= OFI_ARM_AFTER)
 		arm_wait(drv); /* before every round that may precede a sleep */
-	drv->progress_depth--;
-	free_zombies(drv);
+	dc_progress_leave(&drv->dc);
 	return n;
 }
 
@@ -946,13 +919,13 @@ const struct mrail_drv_ops mrail_ofi_driver_ops = {
 	.query_caps = ofi_query_caps,
 	.listen = ofi_listen,
 	.connect = ofi_connect,
-	.ep_set_ctx = ofi_ep_set_ctx,
+	.ep_set_ctx = dc_op_ep_set_ctx,
 	.send = ofi_send,
 	.ep_backlog = ofi_ep_backlog,
 	.progress = ofi_progress,
 	.wait_fd = ofi_wait_fd,
-	.ep_names = ofi_ep_names,
-	.ep_close = ofi_ep_close,
+	.ep_names = dc_op_ep_names,
+	.ep_close = dc_op_ep_close,
 	.list_rails = ofi_list_rails,
 	.ep_query = ofi_ep_query,
 	.rma = &ofi_rma_ops,

@@ -86,7 +86,7 @@ static void sq_push(struct mrail_drv_ep *ep, struct ofi_send *s)
 	else
 		ep->sq_head = s;
 	ep->sq_tail = s;
-	ep->backlog += s->bytes;
+	ep->dc.backlog += s->bytes;
 }
 
 static void inflight_push(struct mrail_drv_ep *ep, struct ofi_send *s)
@@ -197,24 +197,24 @@ void ofi_sq_flush(struct mrail_drv_ep *ep)
 		struct ofi_send *s = ep->sq_head;
 		int rc;
 
-		if (ep->state != OFI_EP_CONNECTED &&
-		    !(ep->state == OFI_EP_CONNECTING && s->internal))
+		if (ep->dc.state != DC_EP_CONNECTED &&
+		    !(ep->dc.state == DC_EP_CONNECTING && s->internal))
 			break;
 		rc = post(ep, s);
 		if (rc == -FI_EAGAIN) {
 			/* The provider's queue is full: progress retries. */
-			ofi_kick(ep->drv);
+			ofi_kick(ofi_drv(ep));
 			break;
 		}
 		if (rc) {
 			ofi_ep_fail(ep, MRAIL_ERR_PEER, "send to %s failed: %s",
-				    ep->remote_name, ofi_strerror(rc));
+				    ep->dc.remote_name, ofi_strerror(rc));
 			break;
 		}
-		ep->backlog -= s->bytes;
+		ep->dc.backlog -= s->bytes;
 		inflight_push(ep, s);
 		if (s->done)
-			ofi_kick(ep->drv); /* inject: report from progress */
+			ofi_kick(ofi_drv(ep)); /* inject: report from progress */
 	}
 }
 
@@ -224,9 +224,9 @@ int ofi_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	struct ofi_send *s;
 	uint64_t body_len;
 
-	if (!ep || ep->state == OFI_EP_CLOSED)
+	if (!ep || ep->dc.state == DC_EP_CLOSED)
 		return MRAIL_ERR_INVALID;
-	if (ep->state == OFI_EP_FAILED || ep->fail_pending)
+	if (ep->dc.state == DC_EP_FAILED || ep->fail_pending)
 		return MRAIL_ERR_PEER;
 	if (head_len > OFI_MAX_HEAD || (!head && head_len)) {
 		mrail_error("ofi: send of a %zu-byte head (limit %zu)",
@@ -347,7 +347,7 @@ uint64_t ofi_ep_backlog(struct mrail_drv_ep *ep)
 		return 0;
 	/* Posted but not completed counts: the provider may still read
 	 * the memory (rendezvous), so the engine must not close yet. */
-	n = ep->backlog;
+	n = ep->dc.backlog;
 	for (struct ofi_send *s = ep->if_head; s; s = s->next)
 		if (!s->done)
 			n += s->bytes;
@@ -368,29 +368,29 @@ void ofi_tx_complete(struct ofi_op *op, int status)
 	s->done = true;
 	if (s->status && ep)
 		ofi_ep_fail(ep, MRAIL_ERR_PEER, "send to %s failed: %s",
-			    ep->remote_name, ofi_strerror(s->status));
+			    ep->dc.remote_name, ofi_strerror(s->status));
 }
 
 static int report_done(struct mrail_drv_ep *ep)
 {
-	const struct mrail_drv_upcalls *up = ep->drv->base.up;
+	const struct mrail_drv_upcalls *up = ofi_drv(ep)->dc.base.up;
 	int n = 0;
 
 	while (ep->if_head && ep->if_head->done &&
-	       ep->state != OFI_EP_CLOSED) {
+	       ep->dc.state != DC_EP_CLOSED) {
 		struct ofi_send *s = ep->if_head;
 		int status = s->status ? MRAIL_ERR_PEER : 0;
 		bool internal = s->internal;
 		void *ctx = s->send_ctx;
 
-		if (ep->state == OFI_EP_FAILED)
+		if (ep->dc.state == DC_EP_FAILED)
 			status = ep->fail_status;
 		ep->if_head = s->next;
 		if (!ep->if_head)
 			ep->if_tail = NULL;
 		release(s);
 		if (!internal)
-			up->send_done(ep->ctx, ctx, status);
+			up->send_done(ep->dc.ctx, ctx, status);
 		n++;
 	}
 	return n;
@@ -400,9 +400,11 @@ int ofi_run_done(struct mrail_drv *drv)
 {
 	int n = 0;
 
-	for (struct mrail_drv_ep *ep = drv->eps, *next; ep; ep = next) {
-		next = ep->next;
-		if (ep->fail_pending)
+	struct mrail_list *pos, *tmp;
+
+	dc_foreach_ep(pos, tmp, &drv->dc) {
+		struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc_ep_entry(pos);
+		if (ep->fail_pending || ep->dc.state == DC_EP_CLOSED)
 			continue; /* its ep_error first */
 		n += report_done(ep);
 	}
@@ -411,14 +413,14 @@ int ofi_run_done(struct mrail_drv *drv)
 
 void ofi_sends_fail(struct mrail_drv_ep *ep, int status)
 {
-	const struct mrail_drv_upcalls *up = ep->drv->base.up;
+	const struct mrail_drv_upcalls *up = ofi_drv(ep)->dc.base.up;
 
 	report_done(ep);
-	while (ep->sq_head && ep->state != OFI_EP_CLOSED) {
+	while (ep->sq_head && ep->dc.state != DC_EP_CLOSED) {
 		struct ofi_send *s = ep->sq_head;
 		/* A partly posted frame is in the provider's hands. */
 		if (s->posted) {
-			ep->backlog -= s->bytes;
+			ep->dc.backlog -= s->bytes;
 			s->done = s->pending == 0;
 			inflight_push(ep, s);
 			continue;
@@ -426,12 +428,12 @@ void ofi_sends_fail(struct mrail_drv_ep *ep, int status)
 		ep->sq_head = s->next;
 		if (!ep->sq_head)
 			ep->sq_tail = NULL;
-		ep->backlog -= s->bytes;
+		ep->dc.backlog -= s->bytes;
 		bool internal = s->internal;
 		void *ctx = s->send_ctx;
 		release(s);
 		if (!internal)
-			up->send_done(ep->ctx, ctx, status);
+			up->send_done(ep->dc.ctx, ctx, status);
 	}
 }
 
@@ -445,7 +447,7 @@ static void drop_one(struct mrail_drv_ep *ep, struct ofi_send *s)
 	/* Still in the provider's hands: the last completion frees it. */
 	s->body_op.ep = NULL;
 	s->body_op.orphan = true;
-	ofi_orphan(ep->drv, &s->op);
+	ofi_orphan(ofi_drv(ep), &s->op);
 }
 
 void ofi_sends_drop(struct mrail_drv_ep *ep)
@@ -456,7 +458,7 @@ void ofi_sends_drop(struct mrail_drv_ep *ep)
 		drop_one(ep, s);
 	}
 	ep->sq_tail = NULL;
-	ep->backlog = 0;
+	ep->dc.backlog = 0;
 	while (ep->if_head) {
 		struct ofi_send *s = ep->if_head;
 		ep->if_head = s->next;
@@ -520,7 +522,7 @@ static void body_post(struct mrail_drv_ep *ep)
 		if (!b->bounce) {
 			ofi_ep_fail(ep, MRAIL_ERR_NOMEM,
 				    "no memory for a body from %s",
-				    ep->remote_name);
+				    ep->dc.remote_name);
 			return;
 		}
 		one = (struct iovec){b->bounce, b->len};
@@ -531,7 +533,7 @@ static void body_post(struct mrail_drv_ep *ep)
 	    ofi_mr_local(r, iov, cnt, FI_RECV, b->mr, b->desc) < 0) {
 		ofi_ep_fail(ep, MRAIL_ERR_IO,
 			    "cannot register a receive buffer for %s",
-			    ep->remote_name);
+			    ep->dc.remote_name);
 		return;
 	}
 	rc = fi_trecvv(r->ep, iov, b->desc, (size_t)cnt,
@@ -541,11 +543,11 @@ static void body_post(struct mrail_drv_ep *ep)
 		b->posted = true;
 	} else if (rc == -FI_EAGAIN) {
 		b->post_again = true;
-		ofi_kick(ep->drv);
+		ofi_kick(ofi_drv(ep));
 	} else {
 		ofi_ep_fail(ep, MRAIL_ERR_PEER,
 			    "posting a body receive from %s failed: %s",
-			    ep->remote_name, ofi_strerror((int)rc));
+			    ep->dc.remote_name, ofi_strerror((int)rc));
 	}
 }
 
@@ -558,7 +560,7 @@ void ofi_body_repost(struct mrail_drv_ep *ep)
 static void deliver(struct mrail_drv_ep *ep, const struct ofi_hdr *h,
 		    const uint8_t *payload)
 {
-	const struct mrail_drv_upcalls *up = ep->drv->base.up;
+	const struct mrail_drv_upcalls *up = ofi_drv(ep)->dc.base.up;
 	struct ofi_body_rx *b;
 	uint64_t cap_body = OFI_MAX_BODY;
 	void *cookie;
@@ -569,13 +571,13 @@ static void deliver(struct mrail_drv_ep *ep, const struct ofi_hdr *h,
 		return;
 	}
 	if (h->body_len == 0) {
-		up->recv_frame(ep->ctx, payload, h->len);
+		up->recv_frame(ep->dc.ctx, payload, h->len);
 		return;
 	}
 	if (h->body_len > cap_body) {
 		ofi_ep_fail(ep, MRAIL_ERR_PROTO,
 			    "%s announced a %llu-byte body (limit %llu)",
-			    ep->remote_name, (unsigned long long)h->body_len,
+			    ep->dc.remote_name, (unsigned long long)h->body_len,
 			    (unsigned long long)cap_body);
 		return;
 	}
@@ -583,7 +585,7 @@ static void deliver(struct mrail_drv_ep *ep, const struct ofi_hdr *h,
 	if (!b) {
 		ofi_ep_fail(ep, MRAIL_ERR_NOMEM,
 			    "no memory for a body receive from %s",
-			    ep->remote_name);
+			    ep->dc.remote_name);
 		return;
 	}
 	b->op.kind = OFI_OP_RX_BODY;
@@ -592,9 +594,9 @@ static void deliver(struct mrail_drv_ep *ep, const struct ofi_hdr *h,
 	b->op.owner = b;
 	b->seq = ep->rx_body_seq++;
 	b->len = h->body_len;
-	cookie = up->recv_body(ep->ctx, payload, h->len, h->body_len, b->iov,
+	cookie = up->recv_body(ep->dc.ctx, payload, h->len, h->body_len, b->iov,
 			       &cnt);
-	if (ep->state != OFI_EP_CONNECTED || ep->fail_pending) {
+	if (ep->dc.state != DC_EP_CONNECTED || ep->fail_pending) {
 		free(b);
 		return;
 	}
@@ -604,7 +606,7 @@ static void deliver(struct mrail_drv_ep *ep, const struct ofi_hdr *h,
 			    "engine rejected a frame with a %u-byte head and "
 			    "a %llu-byte body from %s",
 			    h->len, (unsigned long long)h->body_len,
-			    ep->remote_name);
+			    ep->dc.remote_name);
 		return;
 	}
 	if (cnt < 1 || cnt > OFI_RX_IOV_CAP ||
@@ -617,7 +619,7 @@ static void deliver(struct mrail_drv_ep *ep, const struct ofi_hdr *h,
 			    "engine gave %d receive iovec entries of %zu bytes "
 			    "for a %llu-byte body from %s",
 			    cnt, got, (unsigned long long)h->body_len,
-			    ep->remote_name);
+			    ep->dc.remote_name);
 		return;
 	}
 	/* Empty entries dropped, as on the sending side. */
@@ -638,7 +640,7 @@ static void hold(struct mrail_drv_ep *ep, const struct ofi_hdr *h,
 	if (!k) {
 		ofi_ep_fail(ep, MRAIL_ERR_NOMEM,
 			    "no memory to keep a frame from %s",
-			    ep->remote_name);
+			    ep->dc.remote_name);
 		return;
 	}
 	k->h = *h;
@@ -656,7 +658,7 @@ static void hold(struct mrail_drv_ep *ep, const struct ofi_hdr *h,
 
 void ofi_run_held(struct mrail_drv_ep *ep)
 {
-	while (ep->held_head && !ep->body && ep->state == OFI_EP_CONNECTED &&
+	while (ep->held_head && !ep->body && ep->dc.state == DC_EP_CONNECTED &&
 	       !ep->fail_pending && ep->held_head->h.seq == ep->rx_seq) {
 		struct ofi_held *k = ep->held_head;
 		ep->held_head = k->next;
@@ -691,8 +693,8 @@ void ofi_rx_head_complete(struct ofi_rx *rx, size_t len)
 	}
 	ep = ofi_ep_by_id(r, h.dst_id);
 	if (!ep || ep->fail_pending ||
-	    (ep->state != OFI_EP_CONNECTED && ep->state != OFI_EP_CONNECTING) ||
-	    (ep->state == OFI_EP_CONNECTED && h.src_id != ep->peer_id)) {
+	    (ep->dc.state != DC_EP_CONNECTED && ep->dc.state != DC_EP_CONNECTING) ||
+	    (ep->dc.state == DC_EP_CONNECTED && h.src_id != ep->peer_id)) {
 		mrail_debug("ofi: %s: frame for connection #%u (from #%u), "
 			    "which is gone: dropped",
 			    r->printable, h.dst_id, h.src_id);
@@ -702,12 +704,12 @@ void ofi_rx_head_complete(struct ofi_rx *rx, size_t len)
 	if ((int32_t)(h.seq - ep->rx_seq) < 0) {
 		ofi_ep_fail(ep, MRAIL_ERR_PROTO,
 			    "%s sent frame %u twice (expected %u)",
-			    ep->remote_name, h.seq, ep->rx_seq);
+			    ep->dc.remote_name, h.seq, ep->rx_seq);
 		goto repost;
 	}
 	/* In order: early frames, and frames behind a body still
 	 * arriving, wait. */
-	if (ep->state == OFI_EP_CONNECTED && !ep->body && !ep->held_head &&
+	if (ep->dc.state == DC_EP_CONNECTED && !ep->body && !ep->held_head &&
 	    h.seq == ep->rx_seq) {
 		ep->rx_seq++;
 		deliver(ep, &h, rx->buf + OFI_HDR_LEN);
@@ -736,7 +738,7 @@ void ofi_rx_body_complete(struct mrail_drv_ep *ep, size_t len, int status)
 							 : MRAIL_ERR_PEER;
 		ofi_ep_fail(ep, st, "body receive from %s failed: %s (%zu of "
 				    "%llu bytes)",
-			    ep->remote_name,
+			    ep->dc.remote_name,
 			    status ? ofi_strerror(status) : "wrong length", len,
 			    (unsigned long long)b->len);
 		free(b);
@@ -744,8 +746,8 @@ void ofi_rx_body_complete(struct mrail_drv_ep *ep, size_t len, int status)
 	}
 	void *cookie = b->cookie;
 	free(b);
-	ep->drv->base.up->recv_body_done(ep->ctx, cookie);
-	if (ep->state == OFI_EP_CONNECTED)
+	ofi_drv(ep)->dc.base.up->recv_body_done(ep->dc.ctx, cookie);
+	if (ep->dc.state == DC_EP_CONNECTED)
 		ofi_run_held(ep);
 }
 
@@ -763,7 +765,7 @@ void ofi_rx_drop(struct mrail_drv_ep *ep)
 		if (b->posted) {
 			/* Its cancel completion frees it. */
 			fi_cancel(&ep->rail->ep->fid, &b->op.fctx);
-			ofi_orphan(ep->drv, &b->op);
+			ofi_orphan(ofi_drv(ep), &b->op);
 		} else {
 			ofi_mr_local_release(b->mr, b->cnt);
 			free(b->bounce);

@@ -7,6 +7,7 @@
 #ifndef MRAIL_DRIVERS_OFI_INTERNAL_H
 #define MRAIL_DRIVERS_OFI_INTERNAL_H
 
+#include "drivers/common/dc.h"
 #include "drivers/driver.h"
 
 #include <rdma/fabric.h>
@@ -275,27 +276,16 @@ struct ofi_rail {
 	struct ofi_peer *peers;
 };
 
-enum ofi_ep_state {
-	OFI_EP_CONNECTING,
-	OFI_EP_CONNECTED,
-	OFI_EP_FAILED,
-	OFI_EP_CLOSED,
-};
-
 struct mrail_drv_ep {
-	struct mrail_drv *drv;
+	struct dc_ep dc; /* first: state, ctx, names, backlog (drivers/common) */
 	struct ofi_rail *rail;
-	void *ctx;
-	enum ofi_ep_state state;
 	uint32_t id, peer_id;
 	int peer_rail;
 	pid_t peer_pid;
 	fi_addr_t peer;
-	struct mrail_drv_ep *prev, *next; /* drv->eps */
 
 	struct ofi_send *sq_head, *sq_tail; /* not fully posted, in order */
 	struct ofi_send *if_head, *if_tail; /* posted, reported in order */
-	uint64_t backlog;
 	/* Frames (and CLOSE) are numbered per connection when posted:
 	 * completions of one connection may come out of order (a large
 	 * head travels by rendezvous), the receiver restores it. Bodies
@@ -315,12 +305,10 @@ struct mrail_drv_ep {
 	char fail_why[160];
 
 	double last_heard, last_sent;
-	char local_name[128];
-	char remote_name[160];
 };
 
 struct mrail_drv {
-	struct mrail_drv_base base;
+	struct dc_drv dc; /* first: upcalls, endpoints */
 	struct ofi_params par;
 	struct ofi_rail rails[OFI_MAX_RAILS];
 	int nrails;
@@ -328,10 +316,7 @@ struct mrail_drv {
 	int kickfd;  /* eventfd: progress has work without a CQ event */
 	int timerfd; /* pings */
 	bool busy_poll; /* a CQ without wait fd: wait_fd always readable */
-	struct mrail_drv_ep *eps;
-	struct mrail_drv_ep *zombies;
 	uint32_t next_id;
-	int progress_depth;
 	/* Progress rounds in a row that found nothing. While the engine
 	 * keeps finding work it polls again at once: no eventfd write or
 	 * read, no epoll drain, no fi_trywait (4 system calls a round, half
@@ -350,6 +335,11 @@ struct mrail_drv_mr {
 	size_t len;
 	struct fid_mr *mr[OFI_MAX_RAILS];
 };
+
+static inline struct mrail_drv *ofi_drv(const struct mrail_drv_ep *ep)
+{
+	return (struct mrail_drv *)ep->dc.drv;
+}
 
 /* ---- ofi.c ------------------------------------------------------------- */
 extern const struct mrail_drv_ops mrail_ofi_driver_ops;

@@ -184,13 +184,13 @@ static int rma_post(struct mrail_drv_ep *ep, struct ofi_rma_op *op)
 
 void ofi_rma_flush(struct mrail_drv_ep *ep)
 {
-	while (ep->rq_head && ep->state == OFI_EP_CONNECTED &&
+	while (ep->rq_head && ep->dc.state == DC_EP_CONNECTED &&
 	       !ep->fail_pending) {
 		struct ofi_rma_op *op = ep->rq_head;
 		struct ofi_rma_op *next = op->next;
 		int rc = rma_post(ep, op);
 		if (rc == -FI_EAGAIN) {
-			ofi_kick(ep->drv);
+			ofi_kick(ofi_drv(ep));
 			return;
 		}
 		ep->rq_head = next;
@@ -200,7 +200,7 @@ void ofi_rma_flush(struct mrail_drv_ep *ep)
 			rq_push(ep, op); /* failed with the others */
 			ofi_ep_fail(ep, MRAIL_ERR_PEER, "%s to %s failed: %s",
 				    op->is_put ? "fi_write" : "fi_read",
-				    ep->remote_name, ofi_strerror(rc));
+				    ep->dc.remote_name, ofi_strerror(rc));
 			return;
 		}
 	}
@@ -216,9 +216,9 @@ static int rma_start(struct mrail_drv_ep *ep, bool is_put, void *laddr,
 	uint64_t base, key;
 	unsigned n;
 
-	if (!ep || ep->state == OFI_EP_CLOSED || !lmr || !rkey || !len)
+	if (!ep || ep->dc.state == DC_EP_CLOSED || !lmr || !rkey || !len)
 		return MRAIL_ERR_INVALID;
-	if (ep->state == OFI_EP_FAILED || ep->fail_pending)
+	if (ep->dc.state == DC_EP_FAILED || ep->fail_pending)
 		return MRAIL_ERR_PEER;
 	r = ep->rail;
 	if (rkey_len < OFI_RKEY_HDR || k[0] != OFI_RKEY_VERSION || !k[1] ||
@@ -231,7 +231,7 @@ static int rma_start(struct mrail_drv_ep *ep, bool is_put, void *laddr,
 	if (n > 1 && (ep->peer_rail < 0 || (unsigned)ep->peer_rail >= n)) {
 		mrail_error("ofi: remote key for %u rails, none for the peer's "
 			    "rail %d of %s",
-			    n, ep->peer_rail, ep->remote_name);
+			    n, ep->peer_rail, ep->dc.remote_name);
 		return MRAIL_ERR_INVALID;
 	}
 	if (!lmr->mr[r->index] || (uintptr_t)laddr < (uintptr_t)lmr->addr ||
@@ -288,28 +288,28 @@ void ofi_rma_complete(struct ofi_rma_op *op, int status)
 	inflight_unlink(ep, op);
 	if (status) {
 		mrail_warn("ofi: %s of %zu bytes with %s failed: %s",
-			   op->is_put ? "put" : "get", op->len, ep->remote_name,
+			   op->is_put ? "put" : "get", op->len, ep->dc.remote_name,
 			   ofi_strerror(status));
 		st = MRAIL_ERR_IO;
 	}
-	if (ep->state == OFI_EP_FAILED)
+	if (ep->dc.state == DC_EP_FAILED)
 		st = ep->fail_status;
 	void *ctx = op->op_ctx;
 	free(op);
-	if (ep->state != OFI_EP_CLOSED)
-		ep->drv->base.up->rma_done(ep->ctx, ctx, st);
+	if (ep->dc.state != DC_EP_CLOSED)
+		ofi_drv(ep)->dc.base.up->rma_done(ep->dc.ctx, ctx, st);
 }
 
 void ofi_rma_fail(struct mrail_drv_ep *ep, int status)
 {
-	while (ep->rq_head && ep->state != OFI_EP_CLOSED) {
+	while (ep->rq_head && ep->dc.state != DC_EP_CLOSED) {
 		struct ofi_rma_op *op = ep->rq_head;
 		void *ctx = op->op_ctx;
 		ep->rq_head = op->next;
 		if (!ep->rq_head)
 			ep->rq_tail = NULL;
 		free(op);
-		ep->drv->base.up->rma_done(ep->ctx, ctx, status);
+		ofi_drv(ep)->dc.base.up->rma_done(ep->dc.ctx, ctx, status);
 	}
 }
 
@@ -324,7 +324,7 @@ void ofi_rma_drop(struct mrail_drv_ep *ep)
 	while (ep->rma_inflight) {
 		struct ofi_rma_op *op = ep->rma_inflight;
 		ep->rma_inflight = op->next;
-		ofi_orphan(ep->drv, &op->op);
+		ofi_orphan(ofi_drv(ep), &op->op);
 	}
 }
 
