@@ -215,17 +215,23 @@ struct dc_send {
 	struct iovec iov[];
 };
 
-/* Check a frame against the driver's limits (logs what is wrong). */
-int dc_frame_check(const struct dc_drv *drv, const void *head,
-		   size_t head_len, const struct iovec *body, int body_cnt,
-		   size_t max_head, int max_iov, uint64_t max_body,
-		   uint64_t *body_len);
-/* A record for [hdr_len bytes of rec->hdr (filled by the caller), head,
- * body]; NULL without memory. */
-struct dc_send *dc_send_new(struct dc_ep *ep, size_t hdr_len,
-			    const void *head, size_t head_len,
-			    const struct iovec *body, int body_cnt,
-			    uint64_t body_len, void *send_ctx);
+/* What a driver's frames may carry (its caps). */
+struct dc_frame_limits {
+	size_t max_head;
+	int max_iov;
+	uint64_t max_body;
+	size_t hdr_len; /* the driver's frame header, in rec->hdr */
+};
+
+/*
+ * The start of every send (driver.h `send`): ep open (MRAIL_ERR_INVALID)
+ * and not failed (MRAIL_ERR_PEER), the frame within limits (logged), then
+ * a record for [lim->hdr_len bytes of rec->hdr, which the caller fills,
+ * head, body] in *out. 0 or a negative MRAIL_ERR_*.
+ */
+int dc_send_begin(struct dc_ep *ep, const struct dc_frame_limits *lim,
+		  const void *head, size_t head_len, const struct iovec *body,
+		  int body_cnt, void *send_ctx, struct dc_send **out);
 void dc_send_free(struct dc_drv *drv, struct dc_send *rec);
 /* The record left (status 0) or failed: send_done from progress. */
 void dc_done_push(struct dc_send *rec, int status);
@@ -246,6 +252,28 @@ void dc_send_advance(struct dc_send *rec, uint64_t n);
 /* Streams: the queue's unsent entries, up to max, into g; *bytes total. */
 int dc_sendq_gather(const struct dc_ep *ep, struct iovec *g, int max,
 		    uint64_t *bytes);
+
+/* ---- dc_blob.c --------------------------------------------------------- */
+#define DC_BLOB_HDR_LEN 7
+struct dc_blob_format {
+	char magic[4];            /* "MRFA" */
+	uint8_t version;
+	int max_payload;          /* at most 255 */
+	int max_rails;
+	const char *a_driver;     /* "a fake" (error messages) */
+	const char *payload_what; /* "name" */
+};
+/* [magic, version, rail, len, payload] into addr (capacity *addr_len,
+ * set to the length used); too small a buffer: MRAIL_ERR_INVALID, with
+ * the size needed in *addr_len. */
+int dc_blob_encode(const struct dc_drv *drv, const struct dc_blob_format *f,
+		   int rail, const void *payload, size_t len, void *addr,
+		   size_t *addr_len);
+/* A peer's blob checked field by field (logged); payload points into
+ * addr. */
+int dc_blob_decode(const struct dc_drv *drv, const struct dc_blob_format *f,
+		   const void *addr, size_t len, int *rail,
+		   const uint8_t **payload, size_t *payload_len);
 
 /* ---- dc_sock.c --------------------------------------------------------- */
 int dc_epoll_open(struct dc_drv *drv);

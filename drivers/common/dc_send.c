@@ -48,43 +48,53 @@ void dc_send_free(struct dc_drv *drv, struct dc_send *rec)
 	free(rec);
 }
 
-int dc_frame_check(const struct dc_drv *drv, const void *head,
-		   size_t head_len, const struct iovec *body, int body_cnt,
-		   size_t max_head, int max_iov, uint64_t max_body,
-		   uint64_t *body_len)
+static int frame_check(const struct dc_drv *drv,
+		       const struct dc_frame_limits *lim, const void *head,
+		       size_t head_len, const struct iovec *body, int body_cnt,
+		       uint64_t *body_len)
 {
 	const char *name = drv->hooks->name;
 
-	if (head_len > max_head || (!head && head_len)) {
+	if (head_len > lim->max_head || (!head && head_len)) {
 		mrail_error("%s: send of a %zu-byte head (limit %zu)", name,
-			    head_len, max_head);
+			    head_len, lim->max_head);
 		return MRAIL_ERR_INVALID;
 	}
-	if (body_cnt < 0 || body_cnt > max_iov || (!body && body_cnt)) {
+	if (body_cnt < 0 || body_cnt > lim->max_iov || (!body && body_cnt)) {
 		mrail_error("%s: send with a body of %d iovec entries "
 			    "(limit %d)",
-			    name, body_cnt, max_iov);
+			    name, body_cnt, lim->max_iov);
 		return MRAIL_ERR_INVALID;
 	}
 	*body_len = mrail_iov_length(body, body_cnt);
-	if (*body_len > max_body) {
+	if (*body_len > lim->max_body) {
 		mrail_error("%s: send with a body of %llu bytes (limit %llu)",
 			    name, (unsigned long long)*body_len,
-			    (unsigned long long)max_body);
+			    (unsigned long long)lim->max_body);
 		return MRAIL_ERR_INVALID;
 	}
 	return 0;
 }
 
-struct dc_send *dc_send_new(struct dc_ep *ep, size_t hdr_len,
-			    const void *head, size_t head_len,
-			    const struct iovec *body, int body_cnt,
-			    uint64_t body_len, void *send_ctx)
+int dc_send_begin(struct dc_ep *ep, const struct dc_frame_limits *lim,
+		  const void *head, size_t head_len, const struct iovec *body,
+		  int body_cnt, void *send_ctx, struct dc_send **out)
 {
-	struct dc_send *rec = send_alloc(ep->drv, body_cnt + 2);
+	struct dc_send *rec;
+	uint64_t body_len;
+	int rc;
 
+	if (!ep || ep->state == DC_EP_CLOSED)
+		return MRAIL_ERR_INVALID;
+	if (ep->state == DC_EP_FAILED)
+		return MRAIL_ERR_PEER;
+	rc = frame_check(ep->drv, lim, head, head_len, body, body_cnt,
+			 &body_len);
+	if (rc < 0)
+		return rc;
+	rec = send_alloc(ep->drv, body_cnt + 2);
 	if (!rec)
-		return NULL;
+		return MRAIL_ERR_NOMEM;
 	rec->next = NULL;
 	rec->ep = ep;
 	rec->send_ctx = send_ctx;
@@ -93,14 +103,15 @@ struct dc_send *dc_send_new(struct dc_ep *ep, size_t hdr_len,
 	rec->iov_pos = 0;
 	rec->iov_cnt = body_cnt + 2;
 	rec->body_len = body_len;
-	rec->left = hdr_len + head_len + body_len;
+	rec->left = lim->hdr_len + head_len + body_len;
 	rec->iov[0].iov_base = rec->hdr;
-	rec->iov[0].iov_len = hdr_len;
+	rec->iov[0].iov_len = lim->hdr_len;
 	rec->iov[1].iov_base = (void *)head;
 	rec->iov[1].iov_len = head_len;
 	if (body_cnt)
 		memcpy(&rec->iov[2], body, (size_t)body_cnt * sizeof *body);
-	return rec;
+	*out = rec;
+	return 0;
 }
 
 /* ---- completion list --------------------------------------------------- */

@@ -39,6 +39,13 @@ static void fake_timer_events(struct dc_drv *dc, struct dc_pollable *obj,
 static struct dc_ep *fake_accept(struct dc_drv *dc, struct dc_listener *l,
 				 int fd);
 
+/* Address blob "MRFA": the listener's abstract socket name without its
+ * leading NUL (docs/driver-fake.md). */
+static const struct dc_blob_format blob_format = {
+	.magic = "MRFA", .version = FAKE_BLOB_VERSION,
+	.max_payload = FAKE_SOCK_NAME_MAX, .max_rails = FAKE_MAX_RAILS,
+	.a_driver = "a fake", .payload_what = "name"};
+
 static struct mrail_drv_ep *ep_new(struct mrail_drv *drv, int fd, int rail,
 				   enum dc_ep_state state, void *ctx)
 {
@@ -352,7 +359,6 @@ static int fake_listen(struct mrail_drv *drv, const char *local, void *addr,
 	struct fake_listener *l;
 	char path[FAKE_SOCK_NAME_MAX + 1];
 	int rail, fd, plen, rc;
-	uint8_t *b = addr;
 
 	if (!drv || !addr || !addr_len)
 		return MRAIL_ERR_INVALID;
@@ -365,12 +371,9 @@ static int fake_listen(struct mrail_drv *drv, const char *local, void *addr,
 	}
 	plen = snprintf(path, sizeof path, "mrail-fake.%d.%d.%u", (int)getpid(),
 			rail, atomic_fetch_add(&name_counter, 1));
-	if (*addr_len < FAKE_BLOB_HDR_LEN + (size_t)plen) {
-		mrail_error("fake: address buffer of %zu bytes, need %zu",
-			    *addr_len, FAKE_BLOB_HDR_LEN + (size_t)plen);
-		*addr_len = FAKE_BLOB_HDR_LEN + (size_t)plen;
-		return MRAIL_ERR_INVALID;
-	}
+	if (*addr_len < DC_BLOB_HDR_LEN + (size_t)plen)
+		return dc_blob_encode(&drv->dc, &blob_format, rail, path,
+				      (size_t)plen, addr, addr_len); /* sizes */
 	fd = new_socket();
 	if (fd < 0)
 		return MRAIL_ERR_IO;
@@ -397,12 +400,8 @@ static int fake_listen(struct mrail_drv *drv, const char *local, void *addr,
 		return rc;
 	}
 
-	memcpy(b, "MRFA", 4);
-	b[4] = FAKE_BLOB_VERSION;
-	b[5] = (uint8_t)rail;
-	b[6] = (uint8_t)plen;
-	memcpy(b + FAKE_BLOB_HDR_LEN, path, (size_t)plen);
-	*addr_len = FAKE_BLOB_HDR_LEN + (size_t)plen;
+	dc_blob_encode(&drv->dc, &blob_format, rail, path, (size_t)plen, addr,
+		       addr_len); /* fits: checked above */
 	if (name && name_len)
 		snprintf(name, name_len, "%s", l->dc.name);
 	mrail_debug("fake: listening on %s", l->dc.name);
@@ -435,34 +434,19 @@ static struct dc_ep *fake_accept(struct dc_drv *dc, struct dc_listener *dl,
 
 /* ---- outgoing connections ---------------------------------------------- */
 
-static int blob_decode(const void *addr, size_t len, int *rail,
-		       struct sockaddr_un_blob *out)
+static int blob_decode(struct mrail_drv *drv, const void *addr, size_t len,
+		       int *rail, struct sockaddr_un_blob *out)
 {
-	const uint8_t *b = addr;
+	const uint8_t *name;
+	size_t name_len;
+	int rc = dc_blob_decode(&drv->dc, &blob_format, addr, len, rail, &name,
+				&name_len);
 
-	if (!b || len < FAKE_BLOB_HDR_LEN || memcmp(b, "MRFA", 4) != 0) {
-		mrail_error("fake: peer address of %zu bytes is not a fake "
-			    "driver address",
-			    len);
-		return MRAIL_ERR_INVALID;
-	}
-	if (b[4] != FAKE_BLOB_VERSION) {
-		mrail_error("fake: peer address version %u, this driver "
-			    "speaks %u",
-			    b[4], FAKE_BLOB_VERSION);
-		return MRAIL_ERR_INVALID;
-	}
-	if (b[6] == 0 || b[6] > FAKE_SOCK_NAME_MAX ||
-	    len != FAKE_BLOB_HDR_LEN + (size_t)b[6] || b[5] >= FAKE_MAX_RAILS) {
-		mrail_error("fake: malformed peer address (name length %u, "
-			    "rail %u, %zu bytes)",
-			    b[6], b[5], len);
-		return MRAIL_ERR_INVALID;
-	}
-	*rail = b[5];
-	memcpy(out->path, b + FAKE_BLOB_HDR_LEN, b[6]);
-	out->path[b[6]] = 0;
-	out->len = b[6];
+	if (rc < 0)
+		return rc;
+	memcpy(out->path, name, name_len);
+	out->path[name_len] = 0;
+	out->len = name_len;
 	return 0;
 }
 
@@ -490,7 +474,7 @@ static int fake_connect(struct mrail_drv *drv, const char *local,
 
 	if (!drv || !out)
 		return MRAIL_ERR_INVALID;
-	rc = blob_decode(addr, addr_len, &blob_rail, &remote);
+	rc = blob_decode(drv, addr, addr_len, &blob_rail, &remote);
 	if (rc < 0)
 		return rc;
 	/* The modelled link is our rail: the local one if named. */

@@ -107,26 +107,18 @@ int fake_flush(struct mrail_drv_ep *ep, double now, double *next_due)
 int fake_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	      const struct iovec *body, int body_cnt, void *send_ctx)
 {
+	static const struct dc_frame_limits lim = {
+		.max_head = FAKE_MAX_HEAD, .max_iov = FAKE_MAX_BODY_IOV,
+		.max_body = FAKE_MAX_BODY, .hdr_len = FAKE_FRAME_HDR_LEN};
 	struct dc_send *rec;
-	uint64_t body_len;
-	int rc;
+	int rc = dc_send_begin(ep ? &ep->dc : NULL, &lim, head, head_len, body,
+			       body_cnt, send_ctx, &rec);
 
-	if (!ep || ep->dc.state == DC_EP_CLOSED)
-		return MRAIL_ERR_INVALID;
-	if (ep->dc.state == DC_EP_FAILED)
-		return MRAIL_ERR_PEER;
-	rc = dc_frame_check(ep->dc.drv, head, head_len, body, body_cnt,
-			    FAKE_MAX_HEAD, FAKE_MAX_BODY_IOV, FAKE_MAX_BODY,
-			    &body_len);
 	if (rc < 0)
 		return rc;
-	rec = dc_send_new(&ep->dc, FAKE_FRAME_HDR_LEN, head, head_len, body,
-			  body_cnt, body_len, send_ctx);
-	if (!rec)
-		return MRAIL_ERR_NOMEM;
 	fake_put_le32(rec->hdr, FAKE_FRAME_MAGIC | FAKE_FRAME_VERSION << 24);
 	fake_put_le32(rec->hdr + 4, (uint32_t)head_len);
-	fake_put_le64(rec->hdr + 8, body_len);
+	fake_put_le64(rec->hdr + 8, rec->body_len);
 	rec->due = fake_link_due(fake_drv(ep), ep->rail, rec->left);
 
 	/* Lowest-latency path: nothing queued, no modelled delay. */

@@ -7,6 +7,7 @@
 #define MRAIL_DRIVERS_FAKE_INTERNAL_H
 
 #include "drivers/common/dc.h"
+#include "drivers/common/dc_le.h"
 #include "drivers/driver.h"
 #include "drivers/fake/fake.h"
 
@@ -28,7 +29,7 @@
 /* Address blob (version 1): 'M' 'R' 'F' 'A', version, rail, name length,
  * then the abstract socket name without its leading NUL. */
 #define FAKE_BLOB_VERSION 1u
-#define FAKE_BLOB_HDR_LEN 7
+#define FAKE_BLOB_HDR_LEN DC_BLOB_HDR_LEN
 #define FAKE_SOCK_NAME_MAX 48
 
 /* Remote key (version 1), FAKE_RKEY_LEN bytes, little-endian. */
@@ -51,28 +52,11 @@
 #define FAKE_MR_QUARANTINE 4096
 #define FAKE_NAME_LEN DC_NAME_LEN
 
-static inline void fake_put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline void fake_put_le64(uint8_t *p, uint64_t v)
-{
-	fake_put_le32(p, (uint32_t)v);
-	fake_put_le32(p + 4, (uint32_t)(v >> 32));
-}
-
-static inline uint32_t fake_get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t fake_get_le64(const uint8_t *p)
-{
-	return (uint64_t)fake_get_le32(p) | (uint64_t)fake_get_le32(p + 4) << 32;
-}
+/* Little-endian wire fields (drivers/common/dc_le.h). */
+#define fake_put_le32 dc_put_le32
+#define fake_put_le64 dc_put_le64
+#define fake_get_le32 dc_get_le32
+#define fake_get_le64 dc_get_le64
 
 /* ---- knobs ------------------------------------------------------------- */
 

@@ -132,6 +132,12 @@ static const struct dc_hooks ofi_hooks = {
 	.ep_drop_ops = ep_drop_ops,
 };
 
+/* Address blob "MROA" (docs/driver-ofi.md). */
+static const struct dc_blob_format blob_format = {
+	.magic = "MROA", .version = OFI_BLOB_VERSION,
+	.max_payload = OFI_ADDR_MAX, .max_rails = OFI_MAX_RAILS,
+	.a_driver = "an ofi", .payload_what = "address"};
+
 static struct mrail_drv_ep *ep_at(struct mrail_list *pos)
 {
 	return (struct mrail_drv_ep *)dc_ep_entry(pos);
@@ -536,7 +542,6 @@ static int ofi_listen(struct mrail_drv *drv, const char *local, void *addr,
 		      size_t *addr_len, char *name, size_t name_len)
 {
 	struct ofi_rail *r;
-	uint8_t *b = addr;
 	char str[80];
 	size_t slen = sizeof str;
 	int rc;
@@ -555,54 +560,16 @@ static int ofi_listen(struct mrail_drv *drv, const char *local, void *addr,
 	rc = rail_bring_up(drv, r);
 	if (rc)
 		return rc;
-	if (*addr_len < OFI_BLOB_HDR_LEN + r->addr_len) {
-		mrail_error("ofi: address buffer of %zu bytes, need %zu",
-			    *addr_len, OFI_BLOB_HDR_LEN + r->addr_len);
-		*addr_len = OFI_BLOB_HDR_LEN + r->addr_len;
-		return MRAIL_ERR_INVALID;
-	}
-	memcpy(b, "MROA", 4);
-	b[4] = OFI_BLOB_VERSION;
-	b[5] = (uint8_t)r->index;
-	b[6] = (uint8_t)r->addr_len;
-	memcpy(b + OFI_BLOB_HDR_LEN, r->addr, r->addr_len);
-	*addr_len = OFI_BLOB_HDR_LEN + r->addr_len;
+	rc = dc_blob_encode(&drv->dc, &blob_format, r->index, r->addr,
+			    r->addr_len, addr, addr_len);
+	if (rc < 0)
+		return rc;
 	str[0] = 0;
 	fi_av_straddr(r->av, r->addr, str, &slen);
 	if (name && name_len)
 		snprintf(name, name_len, "%s@%s", r->printable, str);
 	mrail_debug("ofi: listening on %s@%s", r->printable, str);
 	return r->index;
-}
-
-static int blob_decode(const void *addr, size_t len, int *rail,
-		       const uint8_t **a, size_t *alen)
-{
-	const uint8_t *b = addr;
-
-	if (!b || len < OFI_BLOB_HDR_LEN || memcmp(b, "MROA", 4) != 0) {
-		mrail_error("ofi: peer address of %zu bytes is not an ofi "
-			    "driver address",
-			    len);
-		return MRAIL_ERR_INVALID;
-	}
-	if (b[4] != OFI_BLOB_VERSION) {
-		mrail_error("ofi: peer address version %u, this driver "
-			    "speaks %u",
-			    b[4], OFI_BLOB_VERSION);
-		return MRAIL_ERR_INVALID;
-	}
-	if (b[6] == 0 || b[6] > OFI_ADDR_MAX ||
-	    len != OFI_BLOB_HDR_LEN + (size_t)b[6] || b[5] >= OFI_MAX_RAILS) {
-		mrail_error("ofi: malformed peer address (address length %u, "
-			    "rail %u, %zu bytes)",
-			    b[6], b[5], len);
-		return MRAIL_ERR_INVALID;
-	}
-	*rail = b[5];
-	*a = b + OFI_BLOB_HDR_LEN;
-	*alen = b[6];
-	return 0;
 }
 
 static int ofi_connect(struct mrail_drv *drv, const char *local,
@@ -621,7 +588,8 @@ static int ofi_connect(struct mrail_drv *drv, const char *local,
 
 	if (!drv || !out)
 		return MRAIL_ERR_INVALID;
-	rc = blob_decode(addr, addr_len, &rail, &a, &alen);
+	rc = dc_blob_decode(&drv->dc, &blob_format, addr, addr_len, &rail, &a,
+			    &alen);
 	if (rc < 0)
 		return rc;
 	r = rail_named(drv, local);

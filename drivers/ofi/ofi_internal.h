@@ -8,6 +8,7 @@
 #define MRAIL_DRIVERS_OFI_INTERNAL_H
 
 #include "drivers/common/dc.h"
+#include "drivers/common/dc_le.h"
 #include "drivers/driver.h"
 
 #include <rdma/fabric.h>
@@ -84,7 +85,7 @@ static inline uint64_t ofi_body_tag(uint32_t dst_id, uint32_t seq)
 /* Address blob (version 1): 'M' 'R' 'O' 'A', version, rail, address
  * length, then the rail endpoint's fi_getname() bytes. */
 #define OFI_BLOB_VERSION 1u
-#define OFI_BLOB_HDR_LEN 7
+#define OFI_BLOB_HDR_LEN DC_BLOB_HDR_LEN
 #define OFI_ADDR_MAX 56 /* the harness keeps 64-byte blobs */
 
 /* Remote key (version 1): version, key count n (1 = one key for every
@@ -108,28 +109,11 @@ static inline uint64_t ofi_body_tag(uint32_t dst_id, uint32_t seq)
 #define OFI_CQ_BATCH 32
 #define OFI_PING_INTERVAL 0.5 /* seconds of silence before a ping */
 
-static inline void ofi_put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline void ofi_put_le64(uint8_t *p, uint64_t v)
-{
-	ofi_put_le32(p, (uint32_t)v);
-	ofi_put_le32(p + 4, (uint32_t)(v >> 32));
-}
-
-static inline uint32_t ofi_get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t ofi_get_le64(const uint8_t *p)
-{
-	return (uint64_t)ofi_get_le32(p) | (uint64_t)ofi_get_le32(p + 4) << 32;
-}
+/* Little-endian wire fields (drivers/common/dc_le.h). */
+#define ofi_put_le32 dc_put_le32
+#define ofi_put_le64 dc_put_le64
+#define ofi_get_le32 dc_get_le32
+#define ofi_get_le64 dc_get_le64
 
 struct ofi_hdr {
 	uint8_t type, src_rail;

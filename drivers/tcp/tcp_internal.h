@@ -8,6 +8,7 @@
 #define MRAIL_DRIVERS_TCP_INTERNAL_H
 
 #include "drivers/common/dc.h"
+#include "drivers/common/dc_le.h"
 #include "drivers/driver.h"
 
 #include <stdbool.h>
@@ -24,28 +25,11 @@
 #define TCP_WIRE_VERSION 1u
 #define TCP_FRAME_HDR_LEN 16
 
-static inline void tcp_put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline void tcp_put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline uint32_t tcp_get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t tcp_get_le64(const uint8_t *p)
-{
-	return (uint64_t)tcp_get_le32(p) | (uint64_t)tcp_get_le32(p + 4) << 32;
-}
+/* Little-endian wire fields (drivers/common/dc_le.h). */
+#define tcp_put_le32 dc_put_le32
+#define tcp_put_le64 dc_put_le64
+#define tcp_get_le32 dc_get_le32
+#define tcp_get_le64 dc_get_le64
 
 /* ---- capabilities ------------------------------------------------------ */
 

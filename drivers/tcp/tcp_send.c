@@ -69,24 +69,16 @@ static bool write_now(struct mrail_drv_ep *ep, struct dc_send *rec)
 int tcp_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	     const struct iovec *body, int body_cnt, void *send_ctx)
 {
+	static const struct dc_frame_limits lim = {
+		.max_head = TCP_MAX_HEAD, .max_iov = TCP_MAX_BODY_IOV,
+		.max_body = TCP_MAX_BODY, .hdr_len = TCP_FRAME_HDR_LEN};
 	struct dc_send *rec;
-	uint64_t body_len;
-	int rc;
+	int rc = dc_send_begin(ep ? &ep->dc : NULL, &lim, head, head_len, body,
+			       body_cnt, send_ctx, &rec);
 
-	if (!ep || ep->dc.state == DC_EP_CLOSED)
-		return MRAIL_ERR_INVALID;
-	if (ep->dc.state == DC_EP_FAILED)
-		return MRAIL_ERR_PEER;
-	rc = dc_frame_check(ep->dc.drv, head, head_len, body, body_cnt,
-			    TCP_MAX_HEAD, TCP_MAX_BODY_IOV, TCP_MAX_BODY,
-			    &body_len);
 	if (rc < 0)
 		return rc;
-	rec = dc_send_new(&ep->dc, TCP_FRAME_HDR_LEN, head, head_len, body,
-			  body_cnt, body_len, send_ctx);
-	if (!rec)
-		return MRAIL_ERR_NOMEM;
-	frame_header(rec->hdr, head_len, body_len);
+	frame_header(rec->hdr, head_len, rec->body_len);
 	if (ep->dc.state == DC_EP_CONNECTED && !ep->dc.sq_head &&
 	    !ep->dc.send_errno && write_now(ep, rec)) {
 		dc_done_push(rec, 0);

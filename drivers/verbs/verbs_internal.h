@@ -8,6 +8,7 @@
 #ifndef MRAIL_DRIVERS_VERBS_INTERNAL_H
 #define MRAIL_DRIVERS_VERBS_INTERNAL_H
 
+#include "drivers/common/dc_le.h"
 #include "drivers/driver.h"
 #include "drivers/verbs/verbs_api.h"
 
@@ -51,25 +52,11 @@ enum { VB_CM_REQ = 1, VB_CM_REP = 2, VB_CM_DISC = 3, VB_CM_REJ = 4 };
 #define VB_BLOB_LEN 32
 #define VB_RKEY_VERSION 1
 
-static inline void vb_put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline void vb_put64(uint8_t *p, uint64_t v)
-{
-	vb_put32(p, (uint32_t)v);
-	vb_put32(p + 4, (uint32_t)(v >> 32));
-}
-static inline uint32_t vb_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-static inline uint64_t vb_get64(const uint8_t *p)
-{
-	return (uint64_t)vb_get32(p) | (uint64_t)vb_get32(p + 4) << 32;
-}
+/* Little-endian wire fields (drivers/common/dc_le.h). */
+#define vb_put32 dc_put_le32
+#define vb_put64 dc_put_le64
+#define vb_get32 dc_get_le32
+#define vb_get64 dc_get_le64
 
 /* ---- objects ----------------------------------------------------------- */
 
