@@ -1,0 +1,235 @@
+/*
+ * The libfabric provider `mrail` (docs/provider.md): internals shared by
+ * its files. One libmrail engine per endpoint; the fabric, domain, address
+ * vector and completion queue objects are thin bookkeeping around it.
+ */
+#ifndef MRFI_H
+#define MRFI_H
+
+#include <mrail.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_prov.h>
+#include <rdma/providers/fi_log.h>
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define MRFI_NAME "mrail"
+#define MRFI_PROV_VERSION FI_VERSION(0, 1)
+#define MRFI_FI_VERSION FI_VERSION(1, 17)
+
+/* When an endpoint offers both FI_MSG and FI_TAGGED, the engine's tag bit
+ * 63 says which one a message is: tagged messages then have 63 bits
+ * (mem_tag_format says so). With only one of them all 64 bits are the
+ * application's. */
+#define MRFI_MSG_BIT (1ull << 63)
+
+extern struct fi_provider mrfi_prov;
+
+struct mrfi_fabric {
+	struct fid_fabric fabric;
+};
+
+struct mrfi_domain {
+	struct fid_domain domain;
+	struct mrfi_fabric *fab;
+	uint64_t mr_key;
+	pthread_mutex_t lock;
+};
+
+struct mrfi_ep;
+
+/* An address vector: inserted names in order (fi_addr = index, for
+ * FI_AV_MAP too: a map's addresses are the provider's to choose) and the
+ * engine blob each one was resolved to. */
+struct mrfi_av_entry {
+	unsigned char *blob;
+	size_t blob_len;
+	unsigned char name[FI_NAME_MAX];
+	size_t name_len;
+	int removed;
+};
+
+#define MRFI_AV_EPS 8
+
+struct mrfi_av {
+	struct fid_av av;
+	struct mrfi_domain *dom;
+	enum fi_av_type type;
+	pthread_mutex_t lock;
+	struct mrfi_av_entry *ent;
+	size_t n, cap;
+	struct mrfi_ep *eps[MRFI_AV_EPS];
+	int neps;
+};
+
+/* One completion, success or error. */
+struct mrfi_cqe {
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src;
+	int err;         /* 0 or a positive FI_E* */
+	int prov_errno;  /* the engine's MRAIL_ERR_* */
+	size_t olen;     /* bytes that did not fit (truncation) */
+};
+
+#define MRFI_CQ_EPS 8
+
+struct mrfi_cq {
+	struct fid_cq cq;
+	struct mrfi_domain *dom;
+	enum fi_cq_format format;
+	pthread_mutex_t lock;
+	struct mrfi_cqe *q;       /* ring */
+	size_t head, count, cap;
+	struct mrfi_ep *eps[MRFI_CQ_EPS];
+	int neps;
+	int signaled;
+};
+
+/* A posted operation: what its completion must report. */
+struct mrfi_op {
+	struct mrfi_ep *ep;
+	void *context;
+	uint64_t flags;     /* FI_SEND|FI_RECV|FI_TAGGED|FI_MSG... for the CQ */
+	void *buf;
+	size_t len;
+	int report;         /* write a completion (selective completion) */
+	int discard;        /* FI_DISCARD: truncation is the point */
+	mrail_request_t *req;
+	struct mrfi_op *prev, *next; /* pending receives, for fi_cancel */
+	int pending;
+};
+
+struct mrfi_ep {
+	struct fid_ep ep;
+	struct mrfi_domain *dom;
+	struct fi_info *info;
+	uint64_t caps;
+	mrail_engine_t *engine;
+	struct mrfi_av *av;
+	struct mrfi_cq *tx_cq, *rx_cq;
+	uint64_t tx_flags, rx_flags;  /* FI_SELECTIVE_COMPLETION from bind */
+	uint64_t tx_op_flags, rx_op_flags;
+	int enabled;
+	int tag_split;                /* MSG and TAGGED share the tag space */
+	pthread_mutex_t lock;         /* pending list, peer maps */
+	struct mrfi_op *pending;      /* posted receives not yet complete */
+	/* fi_addr -> engine peer and back (peers this engine added). */
+	mrail_peer_t *peer_of;        /* by fi_addr; MRAIL_ANY_PEER = none */
+	size_t npeer_of;
+	fi_addr_t *addr_of;           /* by engine peer */
+	size_t naddr_of;
+	struct mrfi_name_srv *srv;
+	unsigned char name[FI_NAME_MAX];
+	size_t name_len;
+};
+
+/* mrfi_info.c */
+int mrfi_getinfo(uint32_t version, const char *node, const char *service,
+		 uint64_t flags, const struct fi_info *hints,
+		 struct fi_info **info);
+
+/* mrfi_domain.c */
+int mrfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
+		     void *context);
+
+/* mrfi_eq.c */
+int mrfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		 struct fid_eq **eq, void *context);
+
+/* mrfi_av.c */
+int mrfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr,
+		 struct fid_av **av, void *context);
+int mrfi_av_attach(struct mrfi_av *av, struct mrfi_ep *ep);
+void mrfi_av_detach(struct mrfi_av *av, struct mrfi_ep *ep);
+int mrfi_av_blob(struct mrfi_av *av, fi_addr_t addr, unsigned char **blob,
+		 size_t *len);
+/* Add AV entry `addr` to the endpoint's engine (no-op if done). */
+int mrfi_ep_add_peer(struct mrfi_ep *ep, fi_addr_t addr);
+
+/* mrfi_cq.c */
+int mrfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
+		 struct fid_cq **cq, void *context);
+int mrfi_cq_attach(struct mrfi_cq *cq, struct mrfi_ep *ep);
+void mrfi_cq_detach(struct mrfi_cq *cq, struct mrfi_ep *ep);
+int mrfi_cq_push(struct mrfi_cq *cq, const struct mrfi_cqe *e);
+
+/* mrfi_ep.c */
+int mrfi_ep_open(struct fid_domain *domain, struct fi_info *info,
+		 struct fid_ep **ep, void *context);
+fi_addr_t mrfi_ep_addr_of(struct mrfi_ep *ep, mrail_peer_t peer);
+int mrfi_ep_peer_of(struct mrfi_ep *ep, fi_addr_t addr, mrail_peer_t *peer);
+int mrfi_err(int mrail_err);
+
+/* mrfi_xfer.c */
+extern struct fi_ops_tagged mrfi_tagged_ops;
+extern struct fi_ops_msg mrfi_msg_ops;
+ssize_t mrfi_cancel(struct mrfi_ep *ep, void *context);
+
+/* mrfi_name.c: the short endpoint name and the service behind it. */
+struct mrfi_name_srv;
+int mrfi_name_srv_start(mrail_engine_t *engine, struct mrfi_name_srv **srv,
+			unsigned char *name, size_t *name_len);
+void mrfi_name_srv_stop(struct mrfi_name_srv *srv);
+int mrfi_name_resolve(const void *name, size_t len, unsigned char **blob,
+		      size_t *blob_len);
+
+/* mrfi_noops.c: -FI_ENOSYS for every slot not offered. */
+int mrfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int mrfi_no_control(struct fid *fid, int command, void *arg);
+int mrfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
+		     void **ops, void *context);
+int mrfi_no_passive_ep(struct fid_fabric *fabric, struct fi_info *info,
+		       struct fid_pep **pep, void *context);
+int mrfi_no_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
+		    struct fid_eq **eq, void *context);
+int mrfi_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
+		      struct fid_wait **waitset);
+int mrfi_no_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
+int mrfi_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
+			struct fid_ep **sep, void *context);
+int mrfi_no_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		      struct fid_cntr **cntr, void *context);
+int mrfi_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		      struct fid_poll **pollset);
+int mrfi_no_stx_context(struct fid_domain *domain, struct fi_tx_attr *attr,
+			struct fid_stx **stx, void *context);
+int mrfi_no_srx_context(struct fid_domain *domain, struct fi_rx_attr *attr,
+			struct fid_ep **rx_ep, void *context);
+int mrfi_no_query_atomic(struct fid_domain *domain, enum fi_datatype datatype,
+			 enum fi_op op, struct fi_atomic_attr *attr,
+			 uint64_t flags);
+int mrfi_no_query_collective(struct fid_domain *domain,
+			     enum fi_collective_op coll,
+			     struct fi_collective_attr *attr, uint64_t flags);
+int mrfi_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+		   struct fid_ep **tx_ep, void *context);
+int mrfi_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+		   struct fid_ep **rx_ep, void *context);
+int mrfi_no_setname(fid_t fid, void *addr, size_t addrlen);
+int mrfi_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
+int mrfi_no_connect(struct fid_ep *ep, const void *addr, const void *param,
+		    size_t paramlen);
+int mrfi_no_listen(struct fid_pep *pep);
+int mrfi_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+int mrfi_no_reject(struct fid_pep *pep, fid_t handle, const void *param,
+		   size_t paramlen);
+int mrfi_no_shutdown(struct fid_ep *ep, uint64_t flags);
+int mrfi_no_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		 struct fid_mc **mc, void *context);
+int mrfi_no_insertsvc(struct fid_av *av, const char *node, const char *service,
+		      fi_addr_t *fi_addr, uint64_t flags, void *context);
+int mrfi_no_insertsym(struct fid_av *av, const char *node, size_t nodecnt,
+		      const char *service, size_t svccnt, fi_addr_t *fi_addr,
+		      uint64_t flags, void *context);
+int mrfi_no_av_set(struct fid_av *av, struct fi_av_set_attr *attr,
+		   struct fid_av_set **av_set, void *context);
+
+#endif
