@@ -25,11 +25,12 @@
 #define MRFI_PROV_VERSION FI_VERSION(0, 1)
 #define MRFI_FI_VERSION FI_VERSION(1, 17)
 
-/* When an endpoint offers both FI_MSG and FI_TAGGED, the engine's tag bit
- * 63 says which one a message is: tagged messages then have 63 bits
- * (mem_tag_format says so). With only one of them all 64 bits are the
- * application's. */
-#define MRFI_MSG_BIT (1ull << 63)
+/* Untagged messages travel as engine messages with this tag; tagged ones
+ * keep the application's 64 bits (Open MPI's ofi MTL uses bit 63 for its
+ * protocol, so no bit can be taken from them). The one overlap (a tagged
+ * message with tag ~0, a tagged receive whose unmasked bits are all 1s)
+ * is documented in docs/provider.md. */
+#define MRFI_MSG_TAG (~(uint64_t)0)
 
 extern struct fi_provider mrfi_prov;
 
@@ -118,7 +119,6 @@ struct mrfi_ep {
 	uint64_t tx_flags, rx_flags;  /* FI_SELECTIVE_COMPLETION from bind */
 	uint64_t tx_op_flags, rx_op_flags;
 	int enabled;
-	int tag_split;                /* MSG and TAGGED share the tag space */
 	pthread_mutex_t lock;         /* pending list, peer maps */
 	struct mrfi_op *pending;      /* posted receives not yet complete */
 	/* fi_addr -> engine peer and back (peers this engine added). */

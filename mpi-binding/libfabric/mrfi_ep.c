@@ -316,7 +316,6 @@ int mrfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->dom = (struct mrfi_domain *)domain;
 	ep->info = fi_dupinfo(info);
 	ep->caps = info->caps ? info->caps : (FI_MSG | FI_TAGGED);
-	ep->tag_split = (ep->caps & FI_MSG) && (ep->caps & FI_TAGGED);
 	if (info->tx_attr)
 		ep->tx_op_flags = info->tx_attr->op_flags;
 	if (info->rx_attr)

@@ -53,9 +53,6 @@ static int check_hints(uint32_t version, const struct fi_info *h)
 		    d->control_progress == FI_PROGRESS_AUTO)
 			REFUSE("FI_PROGRESS_AUTO asked; progress is manual "
 			       "(from CQ reads)\n");
-		if (d->cq_data_size > 0)
-			REFUSE("cq_data_size %zu asked; remote CQ data is not "
-			       "offered\n", d->cq_data_size);
 		if (FI_VERSION_GE(version, FI_VERSION(1, 5)) &&
 		    (d->mr_mode & (FI_MR_BASIC | FI_MR_SCALABLE)) &&
 		    d->mr_mode != FI_MR_BASIC && d->mr_mode != FI_MR_SCALABLE)
@@ -90,6 +87,13 @@ static struct fi_info *build(uint32_t version, const struct fi_info *h)
 		if (!(caps & (FI_SEND | FI_RECV)))
 			caps |= FI_SEND | FI_RECV;
 	}
+	/* Hints asking for remote CQ data (which this provider lacks) come
+	 * from consumers that put the source into the tag when they get
+	 * cq_data_size 0, and then post receives with src_addr 0 meaning
+	 * "ignored" (Open MPI's ofi MTL, mode ofi_tag_1): for them leave
+	 * FI_DIRECTED_RECV out, so src_addr is ignored as they expect. */
+	if (h && h->domain_attr && h->domain_attr->cq_data_size > 0)
+		caps &= ~(uint64_t)FI_DIRECTED_RECV;
 	fi->caps = caps;
 	fi->mode = 0;
 	fi->addr_format = FI_FORMAT_UNSPEC;
@@ -121,8 +125,7 @@ static struct fi_info *build(uint32_t version, const struct fi_info *h)
 	fi->ep_attr->protocol_version = 1;
 	fi->ep_attr->max_msg_size = SIZE_MAX;
 	fi->ep_attr->msg_prefix_size = 0;
-	fi->ep_attr->mem_tag_format = (caps & FI_MSG) && (caps & FI_TAGGED)
-		? ~MRFI_MSG_BIT : ~(uint64_t)0;
+	fi->ep_attr->mem_tag_format = ~(uint64_t)0;
 	fi->ep_attr->tx_ctx_cnt = 1;
 	fi->ep_attr->rx_ctx_cnt = 1;
 
@@ -143,6 +146,10 @@ static struct fi_info *build(uint32_t version, const struct fi_info *h)
 		d->mr_mode = (h && h->domain_attr && h->domain_attr->mr_mode)
 			? h->domain_attr->mr_mode : FI_MR_SCALABLE;
 	d->mr_key_size = sizeof(uint64_t);
+	/* No remote CQ data, whatever the hints ask: the engine carries
+	 * none, and a probe could not report it. Consumers that can do
+	 * without it read the 0 and adapt (Open MPI's ofi MTL then puts the
+	 * source rank into the tag: ofi_tag_1). */
 	d->cq_data_size = 0;
 	d->cq_cnt = 256;
 	d->ep_cnt = 256;

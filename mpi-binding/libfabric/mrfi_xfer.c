@@ -65,10 +65,6 @@ static void op_unlink_locked(struct mrfi_ep *ep, struct mrfi_op *o)
 	o->pending = 0;
 }
 
-static uint64_t app_tag(const struct mrfi_ep *ep, uint64_t t)
-{
-	return ep->tag_split ? t & ~MRFI_MSG_BIT : t;
-}
 
 /* The engine finished an operation: report it on the right CQ. Errors are
  * always reported, successes unless selective completion left them out. */
@@ -96,7 +92,7 @@ static void op_done(mrail_request_t *req, const mrail_status_t *st, void *ctx)
 	if (o->flags & FI_RECV) {
 		e.e.len = o->discard ? 0 : st->length;
 		e.e.buf = o->discard ? NULL : o->buf;
-		e.e.tag = (o->flags & FI_TAGGED) ? app_tag(ep, st->tag) : 0;
+		e.e.tag = (o->flags & FI_TAGGED) ? st->tag : 0;
 		e.src = mrfi_ep_addr_of(ep, st->source);
 	}
 	if (err != MRAIL_OK) {
@@ -137,11 +133,9 @@ static ssize_t post_send(struct mrfi_ep *ep, const struct iovec *iov,
 		return rc;
 	uint64_t etag;
 	if (tagged) {
-		if (ep->tag_split && (tag & MRFI_MSG_BIT))
-			return -FI_EINVAL; /* outside mem_tag_format */
 		etag = tag;
 	} else {
-		etag = ep->tag_split ? MRFI_MSG_BIT : 0;
+		etag = MRFI_MSG_TAG;
 	}
 	size_t total = 0;
 	for (size_t i = 0; i < count; i++)
@@ -203,7 +197,7 @@ static int peek_result(struct mrfi_ep *ep, void *context, uint64_t flags,
 	e.src = FI_ADDR_NOTAVAIL;
 	if (found) {
 		e.e.len = st->length;
-		e.e.tag = (flags & FI_TAGGED) ? app_tag(ep, st->tag) : 0;
+		e.e.tag = (flags & FI_TAGGED) ? st->tag : 0;
 		e.src = mrfi_ep_addr_of(ep, st->source);
 	} else {
 		e.err = FI_ENOMSG;
@@ -229,10 +223,10 @@ static ssize_t post_recv(struct mrfi_ep *ep, const struct iovec *iov,
 	}
 	uint64_t etag, mask;
 	if (tagged) {
-		etag = app_tag(ep, tag);
-		mask = ~ignore | (ep->tag_split ? MRFI_MSG_BIT : 0);
+		etag = tag;
+		mask = ~ignore;
 	} else {
-		etag = ep->tag_split ? MRFI_MSG_BIT : 0;
+		etag = MRFI_MSG_TAG;
 		mask = MRAIL_TAG_MASK_ALL;
 	}
 	uint64_t cflags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
