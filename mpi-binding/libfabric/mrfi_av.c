@@ -24,6 +24,20 @@ static int av_grow(struct mrfi_av *av)
 	return 0;
 }
 
+static fi_addr_t av_find(struct mrfi_av *av, const unsigned char *name)
+{
+	fi_addr_t r = FI_ADDR_NOTAVAIL;
+	pthread_mutex_lock(&av->lock);
+	for (size_t k = 0; k < av->n; k++)
+		if (!av->ent[k].removed &&
+		    !memcmp(av->ent[k].name, name, FI_NAME_MAX)) {
+			r = k;
+			break;
+		}
+	pthread_mutex_unlock(&av->lock);
+	return r;
+}
+
 static int av_insert(struct fid_av *fav, const void *addr, size_t count,
 		     fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
@@ -35,6 +49,16 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count,
 	for (size_t i = 0; i < count; i++) {
 		const unsigned char *name =
 			(const unsigned char *)addr + i * FI_NAME_MAX;
+		/* The same name again (Open MPI inserts a peer once more for
+		 * each intercommunicator): the same fi_addr, since an engine
+		 * holds each peer once. */
+		fi_addr_t old = av_find(av, name);
+		if (old != FI_ADDR_NOTAVAIL) {
+			if (fi_addr)
+				fi_addr[i] = old;
+			done++;
+			continue;
+		}
 		unsigned char *blob = NULL;
 		size_t blen = 0;
 		int rc = mrfi_name_resolve(name, FI_NAME_MAX, &blob, &blen);
