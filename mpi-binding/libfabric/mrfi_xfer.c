@@ -1,8 +1,8 @@
 /*
  * Data transfer: the fi_tsend and fi_trecv families and their untagged
  * fi_send/fi_recv twins onto mrail_isend_x / mrail_irecv_x /
- * mrail_improbe / mrail_imrecv_x. Every operation carries its own
- * request storage (one allocation per operation) and completes through an engine callback that writes the CQ
+ * mrail_improbe / mrail_imrecv_x. Every operation is one allocation of
+ * ours (plus the engine's request) and completes through an engine callback that writes the CQ
  * entry. Tag mapping, probe/claim and cancel: docs/provider.md.
  */
 #include "mrfi.h"
@@ -18,10 +18,12 @@ static size_t op_hdr(void)
 	return ALIGN_UP(sizeof(struct mrfi_op), _Alignof(max_align_t));
 }
 
+/* The engine allocates the request itself: the op is freed inside its
+ * completion callback, and the engine still touches caller storage
+ * after the callback returns. */
 static struct mrfi_op *op_new(struct mrfi_ep *ep, size_t extra)
 {
-	size_t req = ALIGN_UP(mrail_request_size(), _Alignof(max_align_t));
-	struct mrfi_op *o = malloc(op_hdr() + req + extra);
+	struct mrfi_op *o = malloc(op_hdr() + extra);
 	if (!o)
 		return NULL;
 	memset(o, 0, sizeof *o);
@@ -29,15 +31,9 @@ static struct mrfi_op *op_new(struct mrfi_ep *ep, size_t extra)
 	return o;
 }
 
-static void *op_storage(struct mrfi_op *o)
-{
-	return (char *)o + op_hdr();
-}
-
 static void *op_extra(struct mrfi_op *o)
 {
-	return (char *)o + op_hdr() +
-	       ALIGN_UP(mrail_request_size(), _Alignof(max_align_t));
+	return (char *)o + op_hdr();
 }
 
 static void op_link(struct mrfi_ep *ep, struct mrfi_op *o)
@@ -151,7 +147,6 @@ static ssize_t post_send(struct mrfi_ep *ep, const struct iovec *iov,
 	o->report = !silent && (!(ep->tx_flags & FI_SELECTIVE_COMPLETION) ||
 				(flags & FI_COMPLETION));
 	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
-	a.storage = op_storage(o);
 	a.cb = op_done;
 	a.cb_ctx = o;
 	const void *buf = NULL;
@@ -271,7 +266,6 @@ static ssize_t post_recv(struct mrfi_ep *ep, const struct iovec *iov,
 	o->report = !(ep->rx_flags & FI_SELECTIVE_COMPLETION) ||
 		    (flags & FI_COMPLETION);
 	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
-	a.storage = op_storage(o);
 	a.cb = op_done;
 	a.cb_ctx = o;
 	void *buf = NULL;

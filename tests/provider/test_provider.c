@@ -1,0 +1,340 @@
+/*
+ * The provider `mrail` through libfabric's public API, two real processes
+ * (fork) over the engine's default rails on this host: tagged matching
+ * with wildcards and FI_SOURCE, untagged messages, inject, truncation
+ * errors, cancel, probe/claim/discard, AV map and table, every CQ format,
+ * and bad input (a name that is not an mrail name, an unknown fi_addr).
+ * usage: test_provider table|map context|msg|data|tagged
+ * FI_PROVIDER_PATH must name the folder of libmrail-fi.so.
+ */
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(c, ...)                                                    \
+	do {                                                             \
+		if (!(c)) {                                              \
+			fprintf(stderr, "[%s] %s:%d: ", role, __FILE__,  \
+				__LINE__);                               \
+			fprintf(stderr, __VA_ARGS__);                    \
+			fprintf(stderr, "\n");                           \
+			exit(1);                                         \
+		}                                                        \
+	} while (0)
+
+static const char *role = "?";
+static struct fid_fabric *fab;
+static struct fid_domain *dom;
+static struct fid_ep *ep;
+static struct fid_av *av;
+static struct fid_cq *cq;
+static enum fi_cq_format fmt;
+static fi_addr_t peer;
+static int sock;
+
+static void sync_peer(void)
+{
+	char c = 1;
+	CHECK(write(sock, &c, 1) == 1 && read(sock, &c, 1) == 1, "sync");
+}
+
+/* One completion (tagged view of whatever format) or an error entry. */
+static int wait_comp(struct fi_cq_tagged_entry *e, fi_addr_t *src,
+		     struct fi_cq_err_entry *err)
+{
+	union {
+		struct fi_cq_entry c;
+		struct fi_cq_msg_entry m;
+		struct fi_cq_data_entry d;
+		struct fi_cq_tagged_entry t;
+	} u;
+	time_t t0 = time(NULL);
+	for (;;) {
+		fi_addr_t a = FI_ADDR_NOTAVAIL;
+		ssize_t n = fi_cq_readfrom(cq, &u, 1, &a);
+		if (n == 1) {
+			memset(e, 0, sizeof *e);
+			e->op_context = u.c.op_context;
+			if (fmt != FI_CQ_FORMAT_CONTEXT) {
+				e->flags = u.m.flags;
+				e->len = u.m.len;
+			}
+			if (fmt == FI_CQ_FORMAT_TAGGED)
+				e->tag = u.t.tag;
+			if (src)
+				*src = a;
+			return 0;
+		}
+		if (n == -FI_EAVAIL) {
+			memset(err, 0, sizeof *err);
+			CHECK(fi_cq_readerr(cq, err, 0) == 1, "readerr");
+			return err->err;
+		}
+		CHECK(n == -FI_EAGAIN, "cq read %zd", n);
+		CHECK(time(NULL) - t0 < 30, "no completion in 30 s");
+	}
+}
+
+static void open_all(enum fi_av_type avt)
+{
+	struct fi_info *hints = fi_allocinfo(), *info;
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_SOURCE;
+	hints->fabric_attr->prov_name = strdup("mrail");
+	hints->domain_attr->av_type = avt;
+	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info) == 0,
+	      "fi_getinfo (FI_PROVIDER_PATH?)");
+	CHECK(!strcmp(info->fabric_attr->prov_name, "mrail"), "provider %s",
+	      info->fabric_attr->prov_name);
+	CHECK(fi_fabric(info->fabric_attr, &fab, NULL) == 0, "fabric");
+	CHECK(fi_domain(fab, info, &dom, NULL) == 0, "domain");
+	struct fi_cq_attr ca = { .format = fmt, .wait_obj = FI_WAIT_NONE };
+	CHECK(fi_cq_open(dom, &ca, &cq, NULL) == 0, "cq");
+	struct fi_av_attr aa = { .type = avt };
+	CHECK(fi_av_open(dom, &aa, &av, NULL) == 0, "av");
+	CHECK(fi_endpoint(dom, info, &ep, NULL) == 0, "endpoint");
+	CHECK(fi_ep_bind(ep, &av->fid, 0) == 0, "bind av");
+	CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq");
+	CHECK(fi_enable(ep) == 0, "enable");
+	fi_freeinfo(hints);
+	fi_freeinfo(info);
+
+	char me[FI_NAME_MAX], other[FI_NAME_MAX];
+	size_t len = 8;
+	CHECK(fi_getname(&ep->fid, me, &len) == -FI_ETOOSMALL &&
+	      len == FI_NAME_MAX, "getname size query: %zu", len);
+	len = sizeof me;
+	CHECK(fi_getname(&ep->fid, me, &len) == 0 && len == FI_NAME_MAX,
+	      "getname");
+	CHECK(write(sock, me, len) == (ssize_t)len &&
+	      read(sock, other, len) == (ssize_t)len, "name exchange");
+	/* Bad input first: a name that is not ours fails alone. */
+	char junk[FI_NAME_MAX];
+	memset(junk, 0x5a, sizeof junk);
+	fi_addr_t bad = 0;
+	CHECK(fi_av_insert(av, junk, 1, &bad, 0, NULL) == 0 &&
+	      bad == FI_ADDR_NOTAVAIL, "junk name inserted");
+	CHECK(fi_av_insert(av, other, 1, &peer, 0, NULL) == 1, "insert");
+	fi_addr_t again;
+	CHECK(fi_av_insert(av, other, 1, &again, 0, NULL) == 1 &&
+	      again == peer, "insert again: %llu vs %llu",
+	      (unsigned long long)again, (unsigned long long)peer);
+	char back[FI_NAME_MAX];
+	len = sizeof back;
+	CHECK(fi_av_lookup(av, peer, back, &len) == 0 &&
+	      !memcmp(back, other, FI_NAME_MAX), "av lookup");
+}
+
+static void close_all(void)
+{
+	CHECK(fi_close(&ep->fid) == 0, "close ep");
+	CHECK(fi_close(&av->fid) == 0, "close av");
+	CHECK(fi_close(&cq->fid) == 0, "close cq");
+	CHECK(fi_close(&dom->fid) == 0, "close domain");
+	CHECK(fi_close(&fab->fid) == 0, "close fabric");
+}
+
+static void sender(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	char buf[64];
+	/* Unknown fi_addr: refused at once. */
+	CHECK(fi_tsend(ep, buf, 1, NULL, peer + 1000, 1, NULL) == -FI_EINVAL,
+	      "send to unknown fi_addr");
+	/* 1: exact tag; 2: wildcard; 3: truncated; 4: untagged; 5: inject
+	 * (no completion); 6..8: probe/claim/discard. */
+	uint64_t tags[] = { 0x1234, 0xabcd0001ull << 32 | 7, 0x55 };
+	for (int i = 0; i < 3; i++) {
+		memset(buf, 'a' + i, sizeof buf);
+		CHECK(fi_tsend(ep, buf, 16, NULL, peer, tags[i], &tags[i]) == 0,
+		      "tsend %d", i);
+		CHECK(wait_comp(&e, NULL, &err) == 0 &&
+		      e.op_context == &tags[i], "send completion %d", i);
+		if (fmt != FI_CQ_FORMAT_CONTEXT)
+			CHECK(e.flags == (FI_SEND | FI_TAGGED), "send flags");
+	}
+	CHECK(fi_send(ep, "untagged", 9, NULL, peer, buf) == 0, "send");
+	CHECK(wait_comp(&e, NULL, &err) == 0 && e.op_context == buf,
+	      "untagged send completion");
+	CHECK(fi_tinject(ep, "injected", 9, peer, 0x99) == 0, "tinject");
+	sync_peer(); /* the receiver probes an empty queue */
+	for (int i = 0; i < 3; i++)
+		CHECK(fi_tsend(ep, "probed", 7, NULL, peer, 0x700 + i, NULL) == 0,
+		      "tsend probe %d", i);
+	for (int i = 0; i < 3; i++)
+		CHECK(wait_comp(&e, NULL, &err) == 0, "probe send completion");
+	sync_peer(); /* the receiver canceled */
+	/* Nothing else may have completed (inject has no completion). */
+	CHECK(fi_cq_read(cq, &e, 1) == -FI_EAGAIN, "stray completion");
+	sync_peer();
+}
+
+static void receiver(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	char buf[64];
+	fi_addr_t src;
+	struct fi_context ctx[8];
+
+	/* 1: exact tag, FI_SOURCE. */
+	memset(buf, 0, sizeof buf);
+	CHECK(fi_trecv(ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 0x1234, 0,
+		       &ctx[0]) == 0, "trecv");
+	CHECK(wait_comp(&e, &src, &err) == 0 && e.op_context == &ctx[0],
+	      "recv 1");
+	CHECK(src == peer, "FI_SOURCE %llu, not %llu",
+	      (unsigned long long)src, (unsigned long long)peer);
+	if (fmt != FI_CQ_FORMAT_CONTEXT)
+		CHECK(e.len == 16 && e.flags == (FI_RECV | FI_TAGGED),
+		      "recv 1 len %zu flags %llx", e.len,
+		      (unsigned long long)e.flags);
+	if (fmt == FI_CQ_FORMAT_TAGGED)
+		CHECK(e.tag == 0x1234, "recv 1 tag");
+	CHECK(buf[0] == 'a' && buf[15] == 'a' && buf[16] == 0, "recv 1 data");
+	/* 2: low 32 bits ignored, directed at the peer. */
+	CHECK(fi_trecv(ep, buf, sizeof buf, NULL, peer, 0xabcd0001ull << 32,
+		       0xffffffffull, &ctx[1]) == 0, "trecv wildcard");
+	CHECK(wait_comp(&e, NULL, &err) == 0 && e.op_context == &ctx[1],
+	      "recv 2");
+	if (fmt == FI_CQ_FORMAT_TAGGED)
+		CHECK(e.tag == (0xabcd0001ull << 32 | 7), "wildcard tag");
+	CHECK(buf[0] == 'b', "recv 2 data");
+	/* 3: 16 bytes into 4: FI_ETRUNC, the 4 bytes placed, no more. */
+	memset(buf, 0, sizeof buf);
+	CHECK(fi_trecv(ep, buf, 4, NULL, FI_ADDR_UNSPEC, 0x55, 0, &ctx[2]) == 0,
+	      "trecv trunc");
+	CHECK(wait_comp(&e, NULL, &err) == FI_ETRUNC, "no truncation error");
+	CHECK(err.op_context == &ctx[2] && err.len == 4 && err.tag == 0x55,
+	      "trunc entry: len %zu tag %llx", err.len,
+	      (unsigned long long)err.tag);
+	CHECK(buf[3] == 'c' && buf[4] == 0, "truncated data");
+	/* 4: untagged. */
+	CHECK(fi_recv(ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, &ctx[3]) == 0,
+	      "recv");
+	CHECK(wait_comp(&e, NULL, &err) == 0 && !strcmp(buf, "untagged"),
+	      "untagged");
+	if (fmt != FI_CQ_FORMAT_CONTEXT)
+		CHECK(e.flags == (FI_RECV | FI_MSG), "untagged flags");
+	/* 5: the injected message. */
+	CHECK(fi_trecv(ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 0x99, 0,
+		       &ctx[4]) == 0, "trecv inject");
+	CHECK(wait_comp(&e, NULL, &err) == 0 && !strcmp(buf, "injected"),
+	      "injected");
+
+	/* 6: probe of nothing: FI_ENOMSG. */
+	struct iovec iov = { buf, sizeof buf };
+	struct fi_msg_tagged m = {
+		.msg_iov = NULL, .iov_count = 0, .addr = FI_ADDR_UNSPEC,
+		.tag = 0x700, .ignore = 0xff, .context = &ctx[5],
+	};
+	CHECK(fi_trecvmsg(ep, &m, FI_PEEK) == 0, "peek");
+	CHECK(wait_comp(&e, NULL, &err) == FI_ENOMSG &&
+	      err.op_context == &ctx[5], "empty peek");
+	sync_peer();
+	/* Peek until the first arrives: it stays queued. */
+	int r;
+	do {
+		CHECK(fi_trecvmsg(ep, &m, FI_PEEK) == 0, "peek");
+		r = wait_comp(&e, NULL, &err);
+	} while (r == FI_ENOMSG);
+	CHECK(r == 0, "peek err %d", r);
+	if (fmt == FI_CQ_FORMAT_TAGGED)
+		CHECK(e.tag == 0x700, "peek tag %llx",
+		      (unsigned long long)e.tag);
+	if (fmt != FI_CQ_FORMAT_CONTEXT)
+		CHECK(e.len == 7, "peek len");
+	/* Claim it, then receive exactly that one. */
+	m.context = &ctx[6];
+	do {
+		CHECK(fi_trecvmsg(ep, &m, FI_PEEK | FI_CLAIM) == 0, "claim");
+		r = wait_comp(&e, NULL, &err);
+	} while (r == FI_ENOMSG);
+	CHECK(r == 0, "claim err %d", r);
+	memset(buf, 0, sizeof buf);
+	m.msg_iov = &iov;
+	m.iov_count = 1;
+	CHECK(fi_trecvmsg(ep, &m, FI_CLAIM) == 0, "claimed recv");
+	CHECK(wait_comp(&e, NULL, &err) == 0 && e.op_context == &ctx[6] &&
+	      !strcmp(buf, "probed"), "claimed data");
+	if (fmt == FI_CQ_FORMAT_TAGGED)
+		CHECK(e.tag == 0x700, "claimed tag (non-overtaking)");
+	/* Peek and discard the second; the third is received. */
+	m.msg_iov = NULL;
+	m.iov_count = 0;
+	m.context = &ctx[7];
+	do {
+		CHECK(fi_trecvmsg(ep, &m, FI_PEEK | FI_DISCARD) == 0, "discard");
+		r = wait_comp(&e, NULL, &err);
+	} while (r == FI_ENOMSG);
+	CHECK(r == 0 && e.op_context == &ctx[7], "discard err %d", r);
+	CHECK(fi_trecv(ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 0x700, 0xff,
+		       &ctx[0]) == 0, "trecv after discard");
+	CHECK(wait_comp(&e, NULL, &err) == 0, "recv after discard");
+	if (fmt == FI_CQ_FORMAT_TAGGED)
+		CHECK(e.tag == 0x702, "discarded the wrong one: %llx",
+		      (unsigned long long)e.tag);
+	/* Cancel: an unmatched receive completes with FI_ECANCELED. */
+	CHECK(fi_trecv(ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 0xdead, 0,
+		       &ctx[1]) == 0, "trecv to cancel");
+	CHECK(fi_cancel(&ep->fid, &ctx[1]) == 0, "cancel");
+	CHECK(wait_comp(&e, NULL, &err) == FI_ECANCELED &&
+	      err.op_context == &ctx[1], "canceled entry");
+	CHECK(fi_cancel(&ep->fid, &ctx[1]) == -FI_ENOENT, "cancel twice");
+	sync_peer();
+	CHECK(fi_cq_read(cq, &e, 1) == -FI_EAGAIN, "stray completion");
+	sync_peer();
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s table|map context|msg|data|tagged\n",
+			argv[0]);
+		return 2;
+	}
+	enum fi_av_type avt = !strcmp(argv[1], "map") ? FI_AV_MAP : FI_AV_TABLE;
+	const char *f = argv[2];
+	fmt = !strcmp(f, "context") ? FI_CQ_FORMAT_CONTEXT
+	      : !strcmp(f, "msg")   ? FI_CQ_FORMAT_MSG
+	      : !strcmp(f, "data")  ? FI_CQ_FORMAT_DATA
+				    : FI_CQ_FORMAT_TAGGED;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return 1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		role = "receiver";
+		sock = sv[1];
+		open_all(avt);
+		receiver();
+		close_all();
+		return 0;
+	}
+	role = "sender";
+	sock = sv[0];
+	open_all(avt);
+	sender();
+	close_all();
+	int st;
+	waitpid(pid, &st, 0);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "receiver failed\n");
+		return 1;
+	}
+	printf("provider test %s %s: OK\n", argv[1], argv[2]);
+	return 0;
+}
