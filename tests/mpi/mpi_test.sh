@@ -2,7 +2,7 @@
 # Run one MPI test program under mpirun with one transport stack.
 # usage: mpi_test.sh STACK NP MPIRUN MCA_DIR SYS_MCA_DIR PROG [ARGS...]
 #   STACK: mrail (pml cm + mtl mrail) | ob1 (pml ob1 + btl self,tcp: proves
-#   the test itself) ; PROG "abort:PATH" expects the job to be aborted;
+#   the test itself) | ofi-mrail (pml cm + mtl ofi over the provider mrail) ; PROG "abort:PATH" expects the job to be aborted;
 #   "recovery:PATH" runs it with --enable-recovery (a rank may die without
 #   mpirun killing the others).
 # Exits 77 (skipped) without Open MPI's mpirun.
@@ -21,6 +21,9 @@ export OMPI_MCA_mca_base_component_path="$MCA_DIR:$SYS_MCA_DIR"
 case $STACK in
 mrail) MCA=(--mca pml cm --mca mtl mrail) ;;
 ob1) MCA=(--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo) ;;
+# Open MPI's own ofi MTL over the libfabric provider mrail (tests/provider;
+# FI_PROVIDER_PATH comes from the environment).
+ofi-mrail) MCA=(--mca pml cm --mca mtl ofi -x FI_PROVIDER=mrail -x FI_PROVIDER_PATH) ;;
 *) echo "unknown stack $STACK"; exit 2 ;;
 esac
 ABORT=0
