@@ -126,6 +126,11 @@ struct mrfi_ep {
 	size_t npeer_of;
 	fi_addr_t *addr_of;           /* by engine peer */
 	size_t naddr_of;
+	/* Engines this endpoint added, by engine uuid (address blob bytes
+	 * 8..15): a peer may be added by its own request to our name
+	 * service before (or without) our fi_av_insert of it. */
+	struct mrfi_known { uint64_t uuid; mrail_peer_t peer; } *known;
+	size_t nknown, capknown;
 	struct mrfi_name_srv *srv;
 	unsigned char name[FI_NAME_MAX];
 	size_t name_len;
@@ -166,6 +171,11 @@ int mrfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 		 struct fid_ep **ep, void *context);
 fi_addr_t mrfi_ep_addr_of(struct mrfi_ep *ep, mrail_peer_t peer);
 int mrfi_ep_peer_of(struct mrfi_ep *ep, fi_addr_t addr, mrail_peer_t *peer);
+/* The engine peer of an address blob, added now if new. */
+int mrfi_ep_peer_by_blob(struct mrfi_ep *ep, const unsigned char *blob,
+			 size_t len, mrail_peer_t *peer);
+/* This endpoint's engine blob (malloc'd). */
+int mrfi_ep_blob(struct mrfi_ep *ep, unsigned char **blob, size_t *len);
 int mrfi_err(int mrail_err);
 
 /* mrfi_xfer.c */
@@ -175,11 +185,11 @@ ssize_t mrfi_cancel(struct mrfi_ep *ep, void *context);
 
 /* mrfi_name.c: the short endpoint name and the service behind it. */
 struct mrfi_name_srv;
-int mrfi_name_srv_start(mrail_engine_t *engine, struct mrfi_name_srv **srv,
+int mrfi_name_srv_start(struct mrfi_ep *ep, struct mrfi_name_srv **srv,
 			unsigned char *name, size_t *name_len);
 void mrfi_name_srv_stop(struct mrfi_name_srv *srv);
-int mrfi_name_resolve(const void *name, size_t len, unsigned char **blob,
-		      size_t *blob_len);
+int mrfi_name_resolve(const void *name, size_t len, const unsigned char *own,
+		      size_t own_len, unsigned char **blob, size_t *blob_len);
 
 /* mrfi_noops.c: -FI_ENOSYS for every slot not offered. */
 int mrfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

@@ -59,9 +59,17 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count,
 			done++;
 			continue;
 		}
-		unsigned char *blob = NULL;
-		size_t blen = 0;
-		int rc = mrfi_name_resolve(name, FI_NAME_MAX, &blob, &blen);
+		unsigned char *blob = NULL, *own = NULL;
+		size_t blen = 0, olen = 0;
+		/* Our first endpoint's blob goes along: the peer adds us. */
+		pthread_mutex_lock(&av->lock);
+		struct mrfi_ep *first = av->neps ? av->eps[0] : NULL;
+		pthread_mutex_unlock(&av->lock);
+		if (first && mrfi_ep_blob(first, &own, &olen))
+			olen = 0;
+		int rc = mrfi_name_resolve(name, FI_NAME_MAX, own, olen, &blob,
+					   &blen);
+		free(own);
 		pthread_mutex_lock(&av->lock);
 		if (!rc)
 			rc = av_grow(av);

@@ -46,6 +46,67 @@ static int grow(void **arr, size_t *n, size_t need, size_t elem, int fill)
 	return 0;
 }
 
+static uint64_t blob_uuid(const unsigned char *blob, size_t len)
+{
+	uint64_t u = 0;
+	if (len >= 16)
+		memcpy(&u, blob + 8, 8);
+	return u;
+}
+
+static int peer_by_blob_locked(struct mrfi_ep *ep, const unsigned char *blob,
+			       size_t len, mrail_peer_t *peer)
+{
+	uint64_t u = blob_uuid(blob, len);
+	for (size_t i = 0; i < ep->nknown; i++)
+		if (ep->known[i].uuid == u) {
+			*peer = ep->known[i].peer;
+			return 0;
+		}
+	if (ep->nknown == ep->capknown) {
+		size_t cap = ep->capknown ? 2 * ep->capknown : 16;
+		struct mrfi_known *k = realloc(ep->known, cap * sizeof *k);
+		if (!k)
+			return -FI_ENOMEM;
+		ep->known = k;
+		ep->capknown = cap;
+	}
+	int rc = mrfi_err(mrail_peer_add(ep->engine, blob, len, peer));
+	if (rc) {
+		FI_WARN(&mrfi_prov, FI_LOG_AV, "the engine refused a peer's "
+			"address (%s; see the libmrail log)\n",
+			fi_strerror(-rc));
+		return rc;
+	}
+	ep->known[ep->nknown].uuid = u;
+	ep->known[ep->nknown].peer = *peer;
+	ep->nknown++;
+	return 0;
+}
+
+int mrfi_ep_peer_by_blob(struct mrfi_ep *ep, const unsigned char *blob,
+			 size_t len, mrail_peer_t *peer)
+{
+	pthread_mutex_lock(&ep->lock);
+	int rc = peer_by_blob_locked(ep, blob, len, peer);
+	pthread_mutex_unlock(&ep->lock);
+	return rc;
+}
+
+int mrfi_ep_blob(struct mrfi_ep *ep, unsigned char **blob, size_t *len)
+{
+	*len = MRAIL_ADDR_MAX;
+	*blob = malloc(*len);
+	if (!*blob)
+		return -FI_ENOMEM;
+	int rc = mrfi_err(mrail_address(ep->engine, *blob, len));
+	if (rc) {
+		free(*blob);
+		*blob = NULL;
+	}
+	return rc;
+}
+
 int mrfi_ep_add_peer(struct mrfi_ep *ep, fi_addr_t addr)
 {
 	pthread_mutex_lock(&ep->lock);
@@ -60,12 +121,8 @@ int mrfi_ep_add_peer(struct mrfi_ep *ep, fi_addr_t addr)
 	rc = mrfi_av_blob(ep->av, addr, &blob, &len);
 	mrail_peer_t peer = MRAIL_ANY_PEER;
 	if (!rc) {
-		rc = mrfi_err(mrail_peer_add(ep->engine, blob, len, &peer));
+		rc = peer_by_blob_locked(ep, blob, len, &peer);
 		free(blob);
-		if (rc)
-			FI_WARN(&mrfi_prov, FI_LOG_AV, "fi_av_insert: the "
-				"engine refused the peer's address (%s; see "
-				"the libmrail log)\n", fi_strerror(-rc));
 	}
 	if (!rc)
 		rc = grow((void **)&ep->addr_of, &ep->naddr_of,
@@ -176,17 +233,20 @@ static int ep_close(struct fid *fid)
 	struct mrfi_ep *ep = (struct mrfi_ep *)fid;
 	/* The engine first: it flushes sends, says goodbye to the peers and
 	 * frees the requests still pending (their callbacks never run). */
+	/* The name service first: it adds peers to the engine. */
+	mrfi_name_srv_stop(ep->srv);
+	ep->srv = NULL;
 	if (ep->engine)
 		mrail_engine_destroy(ep->engine);
 	ep->engine = NULL;
 	op_free_all(ep);
+	free(ep->known);
 	if (ep->tx_cq)
 		mrfi_cq_detach(ep->tx_cq, ep);
 	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)
 		mrfi_cq_detach(ep->rx_cq, ep);
 	if (ep->av)
 		mrfi_av_detach(ep->av, ep);
-	mrfi_name_srv_stop(ep->srv);
 	fi_freeinfo(ep->info);
 	free(ep->peer_of);
 	free(ep->addr_of);
@@ -322,7 +382,7 @@ int mrfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 		ep->rx_op_flags = info->rx_attr->op_flags;
 	int rc = ep->info ? engine_open(&ep->engine) : -FI_ENOMEM;
 	if (!rc)
-		rc = mrfi_name_srv_start(ep->engine, &ep->srv, ep->name,
+		rc = mrfi_name_srv_start(ep, &ep->srv, ep->name,
 					 &ep->name_len);
 	if (rc) {
 		if (ep->engine)

@@ -3,8 +3,11 @@
  * bytes, and an engine's address blob is hundreds, so fi_getname returns
  * a short name that says where to fetch the blob: a small TCP service per
  * endpoint (one thread, answers while the application computes) and a
- * random token that proves the right process answered. Format and
- * exchange: docs/provider.md "Endpoint names".
+ * random token that proves the right process answered. The asking side
+ * sends its own blob too, and the service adds it to the engine: a peer
+ * that only receives learns who sends to it, as libfabric's RDM model
+ * (any peer may send) and libmrail's (both sides add each other) need.
+ * Format and exchange: docs/provider.md "Endpoint names".
  */
 #include "mrfi.h"
 
@@ -30,6 +33,7 @@
 #define CONNECT_TIMEOUT_MS 3000
 
 struct mrfi_name_srv {
+	struct mrfi_ep *ep;
 	int lfd;
 	int stop[2];
 	pthread_t thread;
@@ -64,13 +68,32 @@ static int io_all(int fd, void *buf, size_t len, int wr)
 static void serve_one(struct mrfi_name_srv *s, int fd)
 {
 	uint64_t token;
+	uint32_t cl;
 	if (io_all(fd, &token, sizeof token, 0) || token != s->token)
 		return; /* not our name: close without a word */
+	if (io_all(fd, &cl, sizeof cl, 0))
+		return;
+	cl = ntohl(cl);
+	if (cl > MRAIL_ADDR_MAX) {
+		FI_WARN(&mrfi_prov, FI_LOG_EP_CTRL, "name service: a peer "
+			"sent an address blob of %u bytes\n", cl);
+		return;
+	}
+	unsigned char *cb = cl ? malloc(cl) : NULL;
+	if (cl && (!cb || io_all(fd, cb, cl, 0))) {
+		free(cb);
+		return;
+	}
 	unsigned char hdr[REPLY_HDR] = { NAME_VERSION, 'M', 'R', 'B' };
 	uint32_t n = htonl((uint32_t)s->blob_len);
 	memcpy(hdr + 4, &n, 4);
 	if (io_all(fd, hdr, sizeof hdr, 1) == 0)
 		(void)io_all(fd, s->blob, s->blob_len, 1);
+	if (cb) {
+		mrail_peer_t p;
+		(void)mrfi_ep_peer_by_blob(s->ep, cb, cl, &p); /* logs */
+		free(cb);
+	}
 }
 
 static void *srv_main(void *arg)
@@ -116,12 +139,14 @@ static int local_addrs(uint32_t *out, int max)
 	return n;
 }
 
-int mrfi_name_srv_start(mrail_engine_t *engine, struct mrfi_name_srv **srv,
+int mrfi_name_srv_start(struct mrfi_ep *ep, struct mrfi_name_srv **srv,
 			unsigned char *name, size_t *name_len)
 {
+	mrail_engine_t *engine = ep->engine;
 	struct mrfi_name_srv *s = calloc(1, sizeof *s);
 	if (!s)
 		return -FI_ENOMEM;
+	s->ep = ep;
 	s->lfd = -1;
 	s->stop[0] = s->stop[1] = -1;
 	s->blob_len = MRAIL_ADDR_MAX;
@@ -218,8 +243,8 @@ fail:
 
 /* Fetch the engine blob behind a name; every address is tried in turn
  * and only the process that holds the token answers. */
-int mrfi_name_resolve(const void *name, size_t len, unsigned char **blob,
-		      size_t *blob_len)
+int mrfi_name_resolve(const void *name, size_t len, const unsigned char *own,
+		      size_t own_len, unsigned char **blob, size_t *blob_len)
 {
 	const unsigned char *b = name;
 	if (len < NAME_HDR || memcmp(b + 1, "MRF", 3)) {
@@ -251,7 +276,10 @@ int mrfi_name_resolve(const void *name, size_t len, unsigned char **blob,
 			continue;
 		unsigned char hdr[REPLY_HDR];
 		uint32_t bl;
+		uint32_t ol = htonl((uint32_t)own_len);
 		if (io_all(fd, &token, sizeof token, 1) ||
+		    io_all(fd, &ol, sizeof ol, 1) ||
+		    (own_len && io_all(fd, (void *)own, own_len, 1)) ||
 		    io_all(fd, hdr, sizeof hdr, 0) ||
 		    memcmp(hdr, "\x01MRB", 4)) {
 			close(fd);
