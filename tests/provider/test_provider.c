@@ -150,7 +150,7 @@ static void sender(void)
 {
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
-	char buf[64];
+	char buf[64] = { 0 };
 	/* Unknown fi_addr: refused at once. */
 	CHECK(fi_tsend(ep, buf, 1, NULL, peer + 1000, 1, NULL) == -FI_EINVAL,
 	      "send to unknown fi_addr");
