@@ -2,7 +2,9 @@
 # Run one MPI test program under mpirun with one transport stack.
 # usage: mpi_test.sh STACK NP MPIRUN MCA_DIR SYS_MCA_DIR PROG [ARGS...]
 #   STACK: mrail (pml cm + mtl mrail) | ob1 (pml ob1 + btl self,tcp: proves
-#   the test itself) | ofi-mrail (pml cm + mtl ofi over the provider mrail) ; PROG "abort:PATH" expects the job to be aborted;
+#   the test itself) | ofi-mrail (pml cm + mtl ofi over the libfabric
+#   provider mrail, tests/provider); PROG "abort:PATH" expects the job to
+#   be aborted;
 #   "recovery:PATH" runs it with --enable-recovery (a rank may die without
 #   mpirun killing the others).
 # Exits 77 (skipped) without Open MPI's mpirun.
