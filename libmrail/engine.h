@@ -157,6 +157,9 @@ struct mrail_engine {
 
 	/* credits.c: sums over the gates of cr_granted and cr_held */
 	uint64_t cr_granted, cr_held;
+	/* send.c: payload bytes of standard sends completed for their caller
+	 * while still waiting here as an RTS (capped by unexpected_max) */
+	uint64_t detached_bytes;
 
 	/* libmrail/offload/: NULL when offload stepped aside. */
 	struct offload *offload;

@@ -36,6 +36,7 @@ enum req_phase {
 #define REQF_SYNC MRAIL_REQ_SYNC
 #define REQF_KEEP MRAIL_REQ_KEEP
 #define REQF_STORAGE (1u << 8) /* caller's memory: never free()d */
+#define REQF_DETACHED (1u << 9) /* engine's copy of a completed send */
 
 /*
  * Lifetime. A request is *complete* (phase REQ_DONE) once its status is

@@ -8,6 +8,8 @@
 #include "util/iov.h"
 #include "util/log.h"
 
+#include <stdlib.h>
+
 /*
  * Eager when small enough and within the credit the receiver granted
  * (credits.c), once `spent` of it is taken by messages packed before this
@@ -161,6 +163,67 @@ static void queue_view(const struct mrail_engine *e, const struct gate *g,
 	q->packet_room = e->packet_cap - sizeof(struct mrail_wire_pkt_hdr);
 }
 
+/* The caller was told its send completed: a failure now can only be
+ * reported here (the message is lost). */
+static void detached_done(mrail_request_t *r, const mrail_status_t *st,
+			  void *ctx)
+{
+	(void)r;
+	(void)ctx;
+	if (st->error != MRAIL_OK)
+		mrail_error("a send of %zu bytes to peer %u, already complete "
+			    "for its caller, failed afterwards (%s): the "
+			    "message is lost", (size_t)st->length,
+			    (unsigned)st->source, mrail_strerror(st->error));
+}
+
+/*
+ * A standard send of eager size that finds too little credit goes as an
+ * RTS, and an RTS completes only once the receiver matched it: a program
+ * whose ranks all send before they receive (legal, and what every MPI
+ * lets small messages do) would wait for ever. So the payload is copied
+ * into a request of the engine's own, which takes the queued one's place,
+ * and the caller's send completes now, as it would have eagerly. The
+ * copies are capped by unexpected_max (the receivers' buffering has the
+ * same cap); beyond it the send waits for its match (docs/flow-control.md).
+ */
+static struct mrail_request *detach_if_rts(struct mrail_engine *e,
+					   struct gate *g,
+					   struct mrail_request *r)
+{
+	if ((r->flags & (REQF_SYNC | REQF_DETACHED)) || is_eager(g, r) ||
+	    r->len > g->eager_max ||
+	    e->detached_bytes + r->len > e->cfg.unexpected_max)
+		return r;
+	struct mrail_request *c = malloc(sizeof *c + r->len);
+	if (!c)
+		return r; /* it waits for the match instead */
+	*c = *r;
+	/* c takes r's place in the send queue. */
+	c->link.prev->next = &c->link;
+	c->link.next->prev = &c->link;
+	mrail_list_init(&r->link);
+	mrail_list_init(&c->gate_link);
+	mrail_list_append(&e->requests, &c->all_link);
+	c->flags = (r->flags & ~(unsigned)(REQF_STORAGE | REQF_KEEP)) |
+		   REQF_DETACHED;
+	c->cb = detached_done;
+	c->cb_ctx = NULL;
+	c->cb_pending = 0;
+	c->iov1.iov_base = c + 1;
+	c->iov1.iov_len = r->len;
+	mrail_iov_to_buf(c + 1, r->iov, r->iovcnt, 0, r->len);
+	c->iov = &c->iov1;
+	c->iovcnt = 1;
+	c->ranges = NULL;
+	c->nranges = c->ranges_cap = 0;
+	c->rma = NULL;
+	e->detached_bytes += c->len;
+	r->status.length = r->len;
+	request_complete(e, r, MRAIL_OK);
+	return c;
+}
+
 /* One packet of at most `count` queued messages on `rail`. */
 static int send_packet(struct mrail_engine *e, struct gate *g,
 		       struct rail *rail, unsigned count)
@@ -175,8 +238,8 @@ static int send_packet(struct mrail_engine *e, struct gate *g,
 		mrail_list_first(&g->sendq, struct mrail_request, link)));
 	for (unsigned k = 0; rc == MRAIL_OK && k < count &&
 			     !mrail_list_empty(&g->sendq); k++) {
-		struct mrail_request *r =
-			mrail_list_first(&g->sendq, struct mrail_request, link);
+		struct mrail_request *r = detach_if_rts(e, g,
+			mrail_list_first(&g->sendq, struct mrail_request, link));
 		if (op->len + record_size(e, g, r) > op->cap)
 			break;
 		if (k == 0)
