@@ -9,11 +9,22 @@
 #include "ompi/mca/mtl/base/mtl_base_datatype.h"
 #include "opal/util/output.h"
 
-static void fill_status(ompi_status_public_t *s, const mrail_status_t *st)
+/* What a probe reports: MPI leaves MPI_ERROR alone in the status of a
+ * single-completion call (MPI-3.1 3.2.5), and cm hands probes the
+ * caller's status itself. */
+static void fill_probe_status(ompi_status_public_t *s,
+			      const mrail_status_t *st)
 {
 	s->MPI_SOURCE = mrail_mtl_bits_source(st->tag);
 	s->MPI_TAG = mrail_mtl_bits_tag(st->tag);
 	s->_ucount = st->length;
+}
+
+/* A request's status: Open MPI copies MPI_ERROR out of it only where the
+ * standard wants it (the multiple-completion calls). */
+static void fill_status(ompi_status_public_t *s, const mrail_status_t *st)
+{
+	fill_probe_status(s, st);
 	s->MPI_ERROR = st->error == MRAIL_ERR_CANCELED
 			       ? MPI_SUCCESS
 			       : mtl_mrail_status_error(st->error);
@@ -129,7 +140,7 @@ int mtl_mrail_iprobe(struct mca_mtl_base_module_t *mtl,
 	if (rc != MRAIL_OK)
 		return mtl_mrail_error(rc);
 	if (*flag && status != MPI_STATUS_IGNORE)
-		fill_status(status, &st);
+		fill_probe_status(status, &st);
 	return OMPI_SUCCESS;
 }
 
@@ -167,7 +178,7 @@ int mtl_mrail_improbe(struct mca_mtl_base_module_t *mtl,
 	msg->peer = mrail_mtl_bits_source(st.tag);
 	msg->count = st.length;
 	if (status != MPI_STATUS_IGNORE)
-		fill_status(status, &st);
+		fill_probe_status(status, &st);
 	*message = msg;
 	*matched = 1;
 	return OMPI_SUCCESS;
