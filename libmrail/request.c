@@ -351,8 +351,12 @@ int request_run_callbacks(struct mrail_engine *e)
 		mrail_request_cb_t cb = r->cb;
 		void *ctx = r->cb_ctx;
 		int keep = r->flags & REQF_KEEP;
-		if (!keep)
+		if (!keep) {
 			mrail_list_remove(&r->all_link);
+			/* Its registrations go back to the cache now, under
+			 * the lock (request_free does it for the others). */
+			rma_request_release(e, r);
+		}
 		engine_unlock(e);
 		cb(r, &st, ctx);
 		ran++;

@@ -534,6 +534,10 @@ void rma_on_get_fin(struct mrail_engine *e, struct rail *rail,
 	}
 	s->rma->fin_bytes = f->bytes;
 	s->done_bytes += f->bytes;
+	/* The receiver's reads moved them through our NIC: counted as sent
+	 * (on the rail of the notice; the reads may have used several). */
+	rail->stats.tx_bytes += f->bytes;
+	rail->stats.tx_wire_bytes += f->bytes;
 	/* Sent once the receiver has every byte: the send is done. */
 	s->rdone = 1;
 	if (s->outstanding == 0)

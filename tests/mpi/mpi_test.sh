@@ -1,10 +1,12 @@
 #!/bin/bash
 # Run one MPI test program under mpirun with one transport stack.
 # usage: mpi_test.sh STACK NP MPIRUN MCA_DIR SYS_MCA_DIR PROG [ARGS...]
-#   STACK: mrail (pml cm + mtl mrail) | ob1 (pml ob1 + btl self,tcp: proves
-#   the test itself) | ofi-mrail (pml cm + mtl ofi over the libfabric
-#   provider mrail, tests/provider); PROG "abort:PATH" expects the job to
-#   be aborted;
+#   STACK: mrail (pml cm + mtl mrail) | mrail-ofi (the same on libmrail's
+#   ofi driver, rail statistics printed: finalize must report no error,
+#   and what the ranks sent must be what they received) | ob1 (pml ob1 +
+#   btl self,tcp: proves the test itself) | ofi-mrail (pml cm + mtl ofi
+#   over the libfabric provider mrail, tests/provider); PROG "abort:PATH"
+#   expects the job to be aborted;
 #   "recovery:PATH" runs it with --enable-recovery (a rank may die without
 #   mpirun killing the others).
 # Exits 77 (skipped) without Open MPI's mpirun.
@@ -22,6 +24,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mca_base_component_path="$MCA_DIR:$SYS_MCA_DIR"
 case $STACK in
 mrail) MCA=(--mca pml cm --mca mtl mrail) ;;
+mrail-ofi) MCA=(--mca pml cm --mca mtl mrail --mca mtl_mrail_drivers ofi
+	--mca mtl_mrail_verbose 1) ;;
 ob1) MCA=(--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo) ;;
 # Open MPI's own ofi MTL over the libfabric provider mrail (tests/provider;
 # FI_PROVIDER_PATH comes from the environment).
@@ -56,3 +60,20 @@ if [ $ABORT = 1 ]; then
 fi
 [ $RC -eq 0 ] || { echo "FAIL: exit status $RC"; show_err; exit 1; }
 grep -q "processes OK" "$T/out" || { echo "FAIL: no OK line"; show_err; exit 1; }
+if [ "$STACK" = mrail-ofi ]; then
+	if grep -E "mrail\[[0-9]+\] error:" "$T/out" "$T/err"; then
+		echo "FAIL: an error reported"; show_err; exit 1
+	fi
+	# "...; sent X B in N msgs..., received Y B": the job's sums agree.
+	cat "$T/out" "$T/err" | awk '/mtl mrail: peer .* sent [0-9]+ B/ {
+		for (i = 1; i < NF; i++) {
+			if ($i == "sent") tx += $(i + 1)
+			if ($i == "received") rx += $(i + 1)
+		}
+		n++
+	}
+	END {
+		printf "rail statistics: %d lines, sent %.0f B, received %.0f B\n", n, tx, rx
+		exit !(n > 0 && tx == rx && tx > 0)
+	}' || { echo "FAIL: rail statistics disagree"; show_err; exit 1; }
+fi
