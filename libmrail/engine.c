@@ -389,6 +389,10 @@ struct mrail_engine *engine_alloc(void)
 static int sends_flushed(struct mrail_engine *e)
 {
 	uint32_t n;
+	/* Sends completed for their caller but still waiting here for the
+	 * receiver to take them (send.c, detach_if_rts). */
+	if (e->detached_bytes)
+		return 0;
 	struct gate **gates = gate_active(e, &n); /* connecting or up */
 	for (uint32_t i = 0; i < n; i++) {
 		struct gate *g = gates[i];
@@ -455,6 +459,12 @@ void engine_close(struct mrail_engine *e)
 	if (!sends_flushed(e))
 		mrail_warn("engine closing with sends still queued after %.1f s",
 			   e->cfg.finalize_timeout);
+	if (e->detached_bytes)
+		mrail_error("engine closing with %llu bytes of completed small "
+			    "sends that no receive took within %.1f s "
+			    "(MRAIL_FINALIZE_TIMEOUT): they are lost",
+			    (unsigned long long)e->detached_bytes,
+			    e->cfg.finalize_timeout);
 	send_byes(e);
 	while ((!peers_closed(e) || !sends_flushed(e)) && mrail_now() < deadline) {
 		if (engine_progress(e) == 0)
