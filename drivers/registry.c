@@ -17,12 +17,14 @@
 #endif
 
 extern const struct mrail_drv_ops mrail_tcp_driver_ops;
+extern const struct mrail_drv_ops mrail_shm_driver_ops;
 extern const struct mrail_drv_ops mrail_fake_driver_ops;
 extern const struct mrail_drv_ops mrail_verbs_driver_ops;
 extern const struct mrail_drv_ops mrail_ofi_driver_ops;
 
 static const struct mrail_drv_ops *const drivers[] = {
 	&mrail_tcp_driver_ops,
+	&mrail_shm_driver_ops,
 #if MRAIL_HAVE_LIBFABRIC
 	&mrail_ofi_driver_ops,
 #endif

@@ -1,0 +1,311 @@
+/*
+ * Shared-memory driver internals, shared by shm.c (instance, rails,
+ * progress), shm_conn.c (listeners, connection set-up over a Unix socket,
+ * teardown), shm_ring.c (the single-producer/single-consumer byte rings),
+ * shm_eps.c (endpoint registry, deferred freeing), shm_sendq.c (send
+ * records, completion list), shm_recv.c (frame parser) and shm_rma.c
+ * (cross-memory attach get/put). docs/driver-shm.md is the reference.
+ */
+#ifndef MRAIL_DRIVERS_SHM_INTERNAL_H
+#define MRAIL_DRIVERS_SHM_INTERNAL_H
+
+#include "drivers/driver.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* ---- wire and segment formats (docs/driver-shm.md) --------------------- */
+
+/* Frame header on a ring: u32 magic ('M' 'R' 'S' <version>, little
+ * endian), u32 head_len, u64 body_len; then the head and the body, each
+ * padded to 8 bytes, so every header and head starts 8-aligned. */
+#define SHM_FRAME_MAGIC 0x0053524dU
+#define SHM_FRAME_MAGIC_MASK 0x00ffffffU
+#define SHM_FRAME_VERSION 1u
+#define SHM_FRAME_HDR_LEN 16
+
+/* Segment: a header line, the control lines of both rings, then the two
+ * rings (ring 0 carries connector -> acceptor). */
+#define SHM_SEG_MAGIC 0x4753524dU /* "MRSG" */
+#define SHM_SEG_VERSION 1u
+#define SHM_LINE 64
+#define SHM_RING_OFFSET 4096
+
+/* Socket messages of the set-up (u32 magic, u32 version, u32 a, u32 b). */
+#define SHM_HELLO_MAGIC 0x4853524dU   /* "MRSH": ring size, segment size */
+#define SHM_WELCOME_MAGIC 0x5753524dU /* "MRSW": status */
+#define SHM_CTL_LEN 16
+
+/* Address blob: 'M' 'R' 'S' 'A', version, name length, abstract socket
+ * name (without the leading NUL). */
+#define SHM_BLOB_VERSION 1u
+#define SHM_BLOB_HDR_LEN 6
+#define SHM_SOCK_NAME_MAX 48
+
+/* Remote key: version u32, pad u32, u64 addr, u64 len, u64 key. */
+#define SHM_RKEY_VERSION 1u
+#define SHM_RKEY_LEN 32
+
+/* ---- capabilities ------------------------------------------------------ */
+
+/* Heads as large as TCP's: the engine uses the smallest of its drivers. */
+#define SHM_MAX_HEAD (((size_t)1 << 20) + 4096)
+#define SHM_MAX_BODY ((uint64_t)1 << 48)
+#define SHM_MAX_BODY_IOV 64
+#define SHM_EAGER_MAX_HINT 32768
+#define SHM_MAX_RMA ((uint64_t)1 << 30)
+#define SHM_RING_DEFAULT ((uint32_t)256 << 10)
+#define SHM_RING_MIN ((uint32_t)4 << 10)
+#define SHM_RING_MAX ((uint32_t)64 << 20)
+#define SHM_NAME_LEN 80
+/* Empty polls of a ring before its consumer asks for a doorbell. */
+#define SHM_ARM_AFTER 32
+/* Progress calls between two looks at the sockets and doorbells. */
+#define SHM_EPOLL_EVERY 16
+#define SHM_EPOLL_BATCH 64
+
+static inline void shm_put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void shm_put_le64(uint8_t *p, uint64_t v)
+{
+	shm_put_le32(p, (uint32_t)v);
+	shm_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint32_t shm_get_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t shm_get_le64(const uint8_t *p)
+{
+	return (uint64_t)shm_get_le32(p) | (uint64_t)shm_get_le32(p + 4) << 32;
+}
+
+static inline uint64_t shm_pad8(uint64_t n)
+{
+	return (n + 7) & ~(uint64_t)7;
+}
+
+/* ---- shm_ring.c: one direction of a connection -------------------------- */
+
+/* Control of one ring: producer, consumer and doorbell on lines of their
+ * own, so the two sides never write the same cache line. */
+struct shm_ring_ctl {
+	_Alignas(SHM_LINE) _Atomic uint64_t tail; /* written by the producer */
+	_Alignas(SHM_LINE) _Atomic uint64_t head; /* written by the consumer */
+	_Alignas(SHM_LINE) _Atomic uint32_t armed; /* consumer asks a wake-up */
+};
+
+struct shm_seg_hdr {
+	_Alignas(SHM_LINE) uint32_t magic, version, ring_size, pad;
+	struct shm_ring_ctl ctl[2];
+};
+
+/* This process's view of one ring (positions are byte counts since the
+ * start, never wrapped; the offset in data is pos & mask). */
+struct shm_ring {
+	struct shm_ring_ctl *ctl;
+	uint8_t *data;
+	uint64_t size, mask;
+	uint64_t pos;    /* producer: tail; consumer: head (local copy) */
+	uint64_t peer;   /* the other side's last seen position */
+};
+
+void shm_ring_init(struct shm_ring *r, struct shm_ring_ctl *ctl, uint8_t *data,
+		   uint64_t size);
+/* Producer: bytes free now (reloads the consumer's head when short). */
+uint64_t shm_ring_space(struct shm_ring *r, uint64_t want);
+/* Producer: copy len bytes at the local tail (no publish). */
+void shm_ring_write(struct shm_ring *r, const void *src, uint64_t len);
+/* Producer: make written bytes visible; true if the consumer wants a
+ * doorbell rung (it is disarmed then). */
+bool shm_ring_publish(struct shm_ring *r);
+/* Consumer: bytes readable (UINT64_MAX if the producer's tail is
+ * impossible: a corrupt ring). */
+uint64_t shm_ring_avail(struct shm_ring *r);
+/* Consumer: pointer to the byte at head+off and how many follow it
+ * contiguously (before the ring wraps). */
+const uint8_t *shm_ring_peek(const struct shm_ring *r, uint64_t off,
+			     uint64_t *contig);
+void shm_ring_copy_out(const struct shm_ring *r, uint64_t off, void *dst,
+		       uint64_t len);
+/* Consumer: release len bytes to the producer. */
+void shm_ring_consume(struct shm_ring *r, uint64_t len);
+/* Consumer: ask the producer for a doorbell; false if bytes arrived
+ * meanwhile (then do not sleep). */
+bool shm_ring_arm(struct shm_ring *r);
+
+/* ---- objects ----------------------------------------------------------- */
+
+enum shm_obj_kind { SHM_OBJ_LISTENER, SHM_OBJ_SOCK, SHM_OBJ_BELL };
+
+/* What an epoll event points at. */
+struct shm_pollable {
+	enum shm_obj_kind kind;
+	int fd;
+	void *obj;
+};
+
+struct shm_listener {
+	struct shm_pollable poll;
+	char name[SHM_SOCK_NAME_MAX + 1];
+};
+
+/* One posted frame: iov[0] header, iov[1] head, iov[2] head padding,
+ * then the body, then the body padding. */
+struct shm_send {
+	struct shm_send *next;
+	void *send_ctx;
+	uint64_t left;  /* bytes not yet in the ring */
+	int iov_cnt, iov_idx;
+	size_t iov_off;
+	uint8_t hdr[SHM_FRAME_HDR_LEN];
+	struct iovec iov[];
+};
+
+/* A finished send or get/put waiting for its upcall (progress only). */
+enum shm_done_kind { SHM_DONE_SEND, SHM_DONE_RMA };
+struct shm_done {
+	struct shm_done *next;
+	struct mrail_drv_ep *ep;
+	enum shm_done_kind kind;
+	void *ctx;
+	int status;
+};
+
+enum shm_ep_state {
+	SHM_EP_ACCEPTING,  /* accepted socket, waiting for HELLO */
+	SHM_EP_CONNECTING, /* sent HELLO, waiting for WELCOME */
+	SHM_EP_CONNECTED,
+	SHM_EP_FAILED,
+	SHM_EP_CLOSED,
+};
+
+enum shm_rx_state { SHM_RX_HDR, SHM_RX_HEAD, SHM_RX_BODY };
+
+struct mrail_drv_ep {
+	struct mrail_drv *drv;
+	void *ctx;
+	enum shm_ep_state state;
+	struct mrail_drv_ep *prev, *next; /* drv->eps, or drv->zombies */
+	bool needs_attention;
+	struct mrail_drv_ep *attention_next;
+	bool in_rx;       /* the parser is running (no re-entry) */
+	bool connector;   /* we sent HELLO (our tx is ring 0) */
+	int connect_err;  /* connect failed early: report from progress */
+
+	struct shm_pollable sock;  /* set-up, and the peer's liveness */
+	struct shm_pollable bell;  /* our doorbell (eventfd), -1 before */
+	int peer_bell;             /* the peer's doorbell, -1 before */
+	pid_t peer_pid;
+
+	void *seg;
+	size_t seg_len;
+	struct shm_ring tx, rx;
+	unsigned empty_polls;
+
+	/* receive parser */
+	enum shm_rx_state rx_state;
+	uint32_t rx_head_len;
+	uint64_t rx_body_len, rx_got;
+	uint8_t *head_buf; /* SHM_MAX_HEAD, allocated on a first split head */
+	void *rx_cookie;
+	struct iovec rx_dst[SHM_MAX_BODY_IOV];
+	int rx_dst_cnt, rx_dst_idx;
+	size_t rx_dst_off;
+
+	/* send queue */
+	struct shm_send *sq_head, *sq_tail;
+	uint64_t backlog;
+
+	char local_name[SHM_NAME_LEN];
+	char remote_name[SHM_NAME_LEN];
+};
+
+struct shm_params {
+	uint32_t ring;     /* bytes per direction, a power of two */
+	int cma;           /* -1 auto, 0 off, 1 on */
+};
+
+struct mrail_drv {
+	struct mrail_drv_base base;
+	struct shm_params par;
+	int epfd;
+	bool cma; /* process_vm_readv/writev work here: get/put offered */
+	struct shm_listener **listeners;
+	int nlisteners;
+
+	struct mrail_drv_ep *eps, *zombies, *attention;
+	int progress_depth;
+	unsigned tick;
+
+	struct shm_done *done_head, *done_tail, *done_free;
+	struct shm_send *send_free; /* records of the common size, reused */
+};
+
+/* ---- shm.c ------------------------------------------------------------- */
+int shm_params_parse(const char *s, struct shm_params *p);
+
+/* ---- shm_eps.c: endpoint registry (docs/driver-shm.md, lifetime) ------- */
+struct mrail_drv_ep *shm_ep_new(struct mrail_drv *drv, enum shm_ep_state st,
+				void *ctx);
+/* Unlink and free now, or park on the zombie list inside progress. */
+void shm_ep_release(struct mrail_drv_ep *ep);
+void shm_ep_need_attention(struct mrail_drv_ep *ep);
+void shm_free_zombies(struct mrail_drv *drv);
+
+/* ---- shm_conn.c -------------------------------------------------------- */
+int shm_listen(struct mrail_drv *drv, const char *local, void *addr,
+	       size_t *addr_len, char *name, size_t name_len);
+int shm_connect(struct mrail_drv *drv, const char *local, const void *addr,
+		size_t addr_len, void *ep_ctx, struct mrail_drv_ep **out);
+void shm_ep_close(struct mrail_drv_ep *ep);
+void shm_close_listeners(struct mrail_drv *drv);
+/* An epoll event on a listener, set-up socket or doorbell. */
+int shm_handle_event(struct mrail_drv *drv, struct shm_pollable *p,
+		     uint32_t events);
+/* Connect failures noted outside progress. */
+int shm_handle_attention(struct mrail_drv *drv);
+/* Report a broken connection (progress only). */
+void shm_ep_fail(struct mrail_drv_ep *ep, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Release fds and the mapping (after close or failure). */
+void shm_ep_unmap(struct mrail_drv_ep *ep);
+
+/* ---- shm_sendq.c ------------------------------------------------------- */
+int shm_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
+	     const struct iovec *body, int body_cnt, void *send_ctx);
+uint64_t shm_ep_backlog(struct mrail_drv_ep *ep);
+/* Move queued bytes into the ring; returns frames that left. */
+int shm_flush(struct mrail_drv_ep *ep);
+int shm_done_add(struct mrail_drv *drv, struct mrail_drv_ep *ep,
+		 enum shm_done_kind kind, void *ctx, int status);
+int shm_run_completions(struct mrail_drv *drv);
+/* Successful completions of ep reported now (before its ep_error). */
+void shm_report_done_of(struct mrail_drv_ep *ep);
+/* Forget ep's completions and queued sends without upcalls (close). */
+void shm_drop_of(struct mrail_drv_ep *ep);
+/* Queued sends of ep complete with status (after its ep_error). */
+void shm_sendq_fail(struct mrail_drv_ep *ep, int status);
+void shm_sendq_fini(struct mrail_drv *drv);
+
+/* ---- shm_recv.c -------------------------------------------------------- */
+/* Deliver what the ring holds; returns frames delivered. */
+int shm_rx(struct mrail_drv_ep *ep);
+
+/* ---- shm_rma.c --------------------------------------------------------- */
+extern const struct mrail_drv_rma_ops shm_rma_ops;
+/* May we read and write peers' memory? Decided once at open. */
+bool shm_cma_usable(int want);
+
+#endif

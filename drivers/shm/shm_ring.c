@@ -1,0 +1,111 @@
+/*
+ * Single-producer/single-consumer byte rings in the shared segment. Each
+ * side keeps its own position locally and publishes it with one release
+ * store; the other side's position is reloaded only when the cached one
+ * says the ring is full (producer) or empty (consumer), so a steady
+ * stream costs one shared-line transfer per batch, not per byte.
+ *
+ * Doorbell: a consumer that has polled an empty ring for a while sets
+ * `armed`; a producer that publishes while it is set clears it and rings
+ * the consumer's eventfd. Both sides order their store before their load
+ * with a full fence (Dekker): either the producer sees `armed`, or the
+ * consumer sees the new tail when it re-checks after arming.
+ */
+#include "drivers/shm/shm_internal.h"
+
+#include <string.h>
+
+void shm_ring_init(struct shm_ring *r, struct shm_ring_ctl *ctl, uint8_t *data,
+		   uint64_t size)
+{
+	r->ctl = ctl;
+	r->data = data;
+	r->size = size;
+	r->mask = size - 1;
+	r->pos = 0;
+	r->peer = 0;
+}
+
+uint64_t shm_ring_space(struct shm_ring *r, uint64_t want)
+{
+	uint64_t space = r->size - (r->pos - r->peer);
+
+	if (space < want) {
+		r->peer = atomic_load_explicit(&r->ctl->head,
+					       memory_order_acquire);
+		/* A head ahead of our tail is corruption: offer nothing. */
+		if (r->peer > r->pos || r->pos - r->peer > r->size)
+			return 0;
+		space = r->size - (r->pos - r->peer);
+	}
+	return space;
+}
+
+void shm_ring_write(struct shm_ring *r, const void *src, uint64_t len)
+{
+	uint64_t off = r->pos & r->mask;
+	uint64_t first = r->size - off;
+
+	if (first > len)
+		first = len;
+	memcpy(r->data + off, src, first);
+	if (len > first)
+		memcpy(r->data, (const uint8_t *)src + first, len - first);
+	r->pos += len;
+}
+
+bool shm_ring_publish(struct shm_ring *r)
+{
+	atomic_store_explicit(&r->ctl->tail, r->pos, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&r->ctl->armed, memory_order_relaxed))
+		return false;
+	return atomic_exchange_explicit(&r->ctl->armed, 0,
+					memory_order_relaxed) != 0;
+}
+
+uint64_t shm_ring_avail(struct shm_ring *r)
+{
+	if (r->peer == r->pos)
+		r->peer = atomic_load_explicit(&r->ctl->tail,
+					       memory_order_acquire);
+	if (r->peer < r->pos || r->peer - r->pos > r->size)
+		return UINT64_MAX;
+	return r->peer - r->pos;
+}
+
+const uint8_t *shm_ring_peek(const struct shm_ring *r, uint64_t off,
+			     uint64_t *contig)
+{
+	uint64_t at = (r->pos + off) & r->mask;
+
+	*contig = r->size - at;
+	return r->data + at;
+}
+
+void shm_ring_copy_out(const struct shm_ring *r, uint64_t off, void *dst,
+		       uint64_t len)
+{
+	uint64_t contig;
+	const uint8_t *p = shm_ring_peek(r, off, &contig);
+
+	if (contig > len)
+		contig = len;
+	memcpy(dst, p, contig);
+	if (len > contig)
+		memcpy((uint8_t *)dst + contig, r->data, len - contig);
+}
+
+void shm_ring_consume(struct shm_ring *r, uint64_t len)
+{
+	r->pos += len;
+	atomic_store_explicit(&r->ctl->head, r->pos, memory_order_release);
+}
+
+bool shm_ring_arm(struct shm_ring *r)
+{
+	atomic_store_explicit(&r->ctl->armed, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	r->peer = atomic_load_explicit(&r->ctl->tail, memory_order_acquire);
+	return r->peer == r->pos;
+}

@@ -1,0 +1,188 @@
+/*
+ * One-copy transfers for the engine's rendezvous: get and put move bytes
+ * straight between the two processes' memory with process_vm_readv /
+ * process_vm_writev (cross-memory attach). A registration is only a
+ * range and a key; the remote key names the range, and a get or put
+ * outside it is refused before any byte moves. The copy runs inside
+ * get()/put(); its completion is reported from progress like a send's.
+ *
+ * Where the kernel does not let us (Yama ptrace_scope 2 or 3, a seccomp
+ * filter), the driver offers no RDMA capability and the engine sends
+ * rendezvous bodies through the rings instead (copy in, copy out).
+ */
+#include "drivers/shm/shm_internal.h"
+#include "mrail.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define SHM_MR_MAGIC 0x4d52534dU
+
+struct mrail_drv_mr {
+	uint32_t magic;
+	struct mrail_drv *drv;
+	uint64_t key;
+	void *addr;
+	size_t len;
+};
+
+bool shm_cma_usable(int want)
+{
+	FILE *f;
+	int scope = 0, probe = 42, copy = 0;
+	struct iovec l = {&copy, sizeof copy}, r = {&probe, sizeof probe};
+
+	if (want == 0)
+		return false;
+	if ((f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r"))) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = 0;
+		fclose(f);
+	}
+	/* Yama scope 1 lets only ancestors in: let our peers in (as Open
+	 * MPI's vader does). */
+	if (scope == 1 && prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) &&
+	    errno != EINVAL)
+		mrail_debug("shm: prctl(PR_SET_PTRACER_ANY): %s",
+			    strerror(errno));
+	if (scope >= 3 || (scope == 2 && geteuid() != 0)) {
+		mrail_info("shm: kernel.yama.ptrace_scope=%d forbids "
+			   "process_vm_readv between peers: large messages "
+			   "are copied through the rings", scope);
+		return false;
+	}
+	if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != sizeof copy ||
+	    copy != probe) {
+		mrail_info("shm: process_vm_readv does not work here (%s): "
+			   "large messages are copied through the rings",
+			   strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+static _Atomic uint64_t key_state;
+
+static int shm_mr_reg(struct mrail_drv *drv, void *addr, size_t len,
+		      unsigned access, struct mrail_drv_mr **out)
+{
+	struct mrail_drv_mr *mr = malloc(sizeof *mr);
+
+	(void)access; /* cross-memory attach cannot restrict it */
+	if (!mr)
+		return MRAIL_ERR_NOMEM;
+	uint64_t k = atomic_fetch_add(&key_state, 0x9e3779b97f4a7c15ull);
+	*mr = (struct mrail_drv_mr){SHM_MR_MAGIC, drv,
+				    k ^ ((uint64_t)getpid() << 32), addr, len};
+	*out = mr;
+	return MRAIL_OK;
+}
+
+static void shm_mr_dereg(struct mrail_drv_mr *mr)
+{
+	if (mr) {
+		mr->magic = 0;
+		free(mr);
+	}
+}
+
+static int shm_mr_pack(struct mrail_drv_mr *mr, void *rkey, size_t *rkey_len)
+{
+	uint8_t *k = rkey;
+
+	shm_put_le32(k, SHM_RKEY_VERSION);
+	shm_put_le32(k + 4, 0);
+	shm_put_le64(k + 8, (uint64_t)(uintptr_t)mr->addr);
+	shm_put_le64(k + 16, mr->len);
+	shm_put_le64(k + 24, mr->key);
+	*rkey_len = SHM_RKEY_LEN;
+	return MRAIL_OK;
+}
+
+/* Check the key and that [raddr, raddr+len) lies inside what it names. */
+static const char *check_rkey(const void *rkey, size_t rkey_len,
+			      uint64_t raddr, size_t len)
+{
+	const uint8_t *k = rkey;
+
+	if (rkey_len != SHM_RKEY_LEN || shm_get_le32(k) != SHM_RKEY_VERSION)
+		return "malformed remote key";
+	uint64_t base = shm_get_le64(k + 8), rlen = shm_get_le64(k + 16);
+	if (raddr < base || len > rlen || raddr - base > rlen - len)
+		return "range outside the remote registration";
+	return NULL;
+}
+
+static int rma(struct mrail_drv_ep *ep, bool write, void *laddr, size_t len,
+	       struct mrail_drv_mr *lmr, uint64_t raddr, const void *rkey,
+	       size_t rkey_len, void *op_ctx)
+{
+	struct mrail_drv *drv = ep->drv;
+	const char *bad = check_rkey(rkey, rkey_len, raddr, len);
+	int status = 0;
+
+	if (len > SHM_MAX_RMA || !lmr || lmr->magic != SHM_MR_MAGIC ||
+	    (uint8_t *)laddr < (uint8_t *)lmr->addr ||
+	    (size_t)((uint8_t *)laddr - (uint8_t *)lmr->addr) > lmr->len ||
+	    len > lmr->len - (size_t)((uint8_t *)laddr - (uint8_t *)lmr->addr))
+		return MRAIL_ERR_INVALID;
+	if (bad) {
+		mrail_warn("shm: %s to %s refused: %s", write ? "put" : "get",
+			   ep->remote_name, bad);
+		return MRAIL_ERR_INVALID;
+	}
+	if (ep->state == SHM_EP_FAILED || ep->state == SHM_EP_CLOSED ||
+	    !ep->peer_pid)
+		status = MRAIL_ERR_PEER;
+	size_t done = 0;
+	while (!status && done < len) {
+		struct iovec l = {(uint8_t *)laddr + done, len - done};
+		struct iovec r = {(void *)(uintptr_t)(raddr + done), len - done};
+		ssize_t n = write ? process_vm_writev(ep->peer_pid, &l, 1, &r, 1, 0)
+				  : process_vm_readv(ep->peer_pid, &l, 1, &r, 1, 0);
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		int err = n < 0 ? errno : EFAULT;
+		/* ESRCH: the peer is gone (its socket tells the rest). */
+		status = err == ESRCH ? MRAIL_ERR_PEER : MRAIL_ERR_IO;
+		mrail_info("shm: %s of %zu bytes at 0x%llx in %s: %s",
+			   write ? "put" : "get", len,
+			   (unsigned long long)raddr, ep->remote_name,
+			   strerror(err));
+	}
+	return shm_done_add(drv, ep, SHM_DONE_RMA, op_ctx, status);
+}
+
+static int shm_get(struct mrail_drv_ep *ep, void *laddr, size_t len,
+		   struct mrail_drv_mr *lmr, uint64_t raddr, const void *rkey,
+		   size_t rkey_len, void *op_ctx)
+{
+	return rma(ep, false, laddr, len, lmr, raddr, rkey, rkey_len, op_ctx);
+}
+
+static int shm_put(struct mrail_drv_ep *ep, const void *laddr, size_t len,
+		   struct mrail_drv_mr *lmr, uint64_t raddr, const void *rkey,
+		   size_t rkey_len, void *op_ctx)
+{
+	return rma(ep, true, (void *)laddr, len, lmr, raddr, rkey, rkey_len,
+		   op_ctx);
+}
+
+const struct mrail_drv_rma_ops shm_rma_ops = {
+	.mr_reg = shm_mr_reg,
+	.mr_dereg = shm_mr_dereg,
+	.mr_pack = shm_mr_pack,
+	.get = shm_get,
+	.put = shm_put,
+};

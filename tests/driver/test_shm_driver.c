@@ -1,0 +1,827 @@
+/*
+ * Shared-memory driver tests: two instances in one process, and two
+ * processes (fork) for what needs a real peer process (frames and RMA
+ * across address spaces, a peer killed mid-stream, what a killed job
+ * leaves behind). Malformed ring entries come from a hand-made segment.
+ * Usage: test-shm-driver [test-name]  (no name: run all).
+ */
+#include "tests/driver/harness.h"
+
+#include "drivers/shm/shm_internal.h"
+#include "mrail.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern const struct mrail_drv_ops mrail_shm_driver_ops;
+const struct mrail_drv_ops *ops = &mrail_shm_driver_ops;
+
+#define KiB ((uint64_t)1 << 10)
+#define MiB ((uint64_t)1 << 20)
+#define MAX_HEAD ((size_t)(MiB + 4096))
+#define SKIP 77
+
+static const struct mrail_drv_rma_ops *rma(void)
+{
+	return ops->rma;
+}
+
+static struct tep *pair_params(struct side **a, struct side **b,
+			       const char *pa, const char *pb, struct tep *tb)
+{
+	*a = h_side_open_params("A", pa, NULL);
+	*b = h_side_open_params("B", pb, NULL);
+	CHECK(*a && *b);
+	CHECK(h_side_listen(*a, NULL));
+	h_tep_init(tb, "B.conn");
+	return h_connect_pair(*b, tb, NULL, *a);
+}
+
+static int wait_child(pid_t pid)
+{
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid);
+	if (WIFSIGNALED(st))
+		FAIL("child killed by signal %d", WTERMSIG(st));
+	return WEXITSTATUS(st);
+}
+
+static bool ignore_send_done(struct tep *t, void *ctx, int status)
+{
+	(void)t;
+	(void)ctx;
+	(void)status;
+	return true;
+}
+
+/* ---- RMA helpers ------------------------------------------------------- */
+
+struct op {
+	int done;
+	int status;
+};
+
+static void op_done(struct tep *t, void *op_ctx, int status)
+{
+	struct op *o = op_ctx;
+	(void)t;
+	CHECKF(!o->done, "rma_done twice");
+	o->done = 1;
+	o->status = status;
+}
+
+static int rma_sync(struct tep *t, bool get, void *laddr, size_t len,
+		    struct mrail_drv_mr *lmr, uint64_t raddr, const void *rkey,
+		    size_t rkey_len)
+{
+	struct op o = {0};
+	int rc;
+
+	t->on_rma_done = op_done;
+	h_in_send++;
+	rc = get ? rma()->get(t->ep, laddr, len, lmr, raddr, rkey, rkey_len, &o)
+		 : rma()->put(t->ep, laddr, len, lmr, raddr, rkey, rkey_len, &o);
+	h_in_send--;
+	if (rc)
+		return rc;
+	CHECK(!o.done); /* never completes inside get/put */
+	WAIT_FOR(o.done, 60);
+	return o.status;
+}
+
+struct reg {
+	uint8_t *mem;
+	size_t len;
+	struct mrail_drv_mr *mr;
+	uint8_t rkey[MRAIL_DRV_RKEY_MAX];
+	size_t rkey_len;
+};
+
+#define RW (MRAIL_DRV_ACCESS_LOCAL | MRAIL_DRV_ACCESS_REMOTE_READ |         \
+	    MRAIL_DRV_ACCESS_REMOTE_WRITE)
+
+static void reg_make(struct side *s, struct reg *r, size_t len)
+{
+	r->len = len;
+	r->mem = calloc(1, len);
+	CHECK(r->mem);
+	CHECK(rma()->mr_reg(s->drv, r->mem, len, RW, &r->mr) == 0);
+	r->rkey_len = sizeof r->rkey;
+	CHECK(rma()->mr_pack(r->mr, r->rkey, &r->rkey_len) == 0);
+	CHECK(r->rkey_len <= MRAIL_DRV_RKEY_MAX);
+}
+
+static void reg_free(struct reg *r)
+{
+	if (r->mr)
+		rma()->mr_dereg(r->mr);
+	free(r->mem);
+	r->mr = NULL;
+	r->mem = NULL;
+}
+
+/* ---- basics ------------------------------------------------------------ */
+
+static int test_caps(void)
+{
+	struct side *a = h_side_open("A");
+	struct mrail_drv_caps c;
+	struct mrail_drv_rail_desc d[4];
+
+	ops->query_caps(a->drv, &c);
+	CHECK(!strcmp(ops->name, "shm"));
+	CHECK(ops->abi_version == MRAIL_DRV_ABI_VERSION);
+	CHECK(c.max_head == MAX_HEAD && c.max_body_iov == 64);
+	CHECK(c.flags & MRAIL_DRV_CAP_RECV_INTO_USER);
+	/* This host lets us read peers' memory: get/put are offered. */
+	CHECK(c.flags & MRAIL_DRV_CAP_RDMA_READ);
+	CHECK(c.flags & MRAIL_DRV_CAP_RDMA_WRITE);
+	CHECK(ops->list_rails(a->drv, d, 4) == 1);
+	CHECK(d[0].scope == MRAIL_DRV_SCOPE_HOST && !strcmp(d[0].fabric, "shm"));
+	CHECK(ops->wait_fd(a->drv) >= 0);
+	CHECK(h_progress(a) == 0);
+	CHECK(mrail_driver_find("shm") == &mrail_shm_driver_ops);
+	CHECK(strstr(mrail_driver_names(), "shm"));
+	h_side_close(a);
+
+	/* Without cross-memory attach: no RDMA, bodies through the rings. */
+	struct side *n = h_side_open_params("N", "cma=off", NULL);
+	ops->query_caps(n->drv, &c);
+	CHECK(!(c.flags & (MRAIL_DRV_CAP_RDMA_READ | MRAIL_DRV_CAP_RDMA_WRITE)));
+	h_side_close(n);
+	return 0;
+}
+
+static int test_params(void)
+{
+	static const char *const bad[] = {
+		"bogus=1", "ring=1000", "ring=2K", "ring=128M", "ring=",
+		"cma=maybe", "ring", "ring=64K,ring=x",
+	};
+	int rc;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct side *s = h_side_open_params("X", bad[i], &rc);
+		CHECKF(!s && rc == MRAIL_ERR_CONFIG, "'%s' gave %d", bad[i], rc);
+	}
+	struct side *s = h_side_open_params("X", "ring=64K,cma=auto", &rc);
+	CHECK(s && rc == 0);
+	h_side_close(s);
+	return 0;
+}
+
+/* ---- frames ------------------------------------------------------------ */
+
+static void frame_stream(struct tep *tx, struct tep *rx, int n)
+{
+	static const size_t heads[] = {32, 33, 100, 4096, 65536, MAX_HEAD};
+	static const uint64_t bodies[] = {0, 1, 5000, 65536, 3 * MiB + 5};
+	uint64_t rx0 = rx->rx_next_seq;
+
+	for (int i = 0; i < n; i++) {
+		size_t h = heads[i % 6];
+		uint64_t b = bodies[(i / 2) % 5];
+		int pieces = b ? 1 + (int)(h_rand() % 64) : 0;
+		CHECK(h_post(tx, h, b, pieces) == 0);
+	}
+	/* A body may still be streaming when its frame is counted. */
+	WAIT_FOR(rx->rx_next_seq == rx0 + (uint64_t)n &&
+			 tx->tx_outstanding == 0 &&
+			 rx->bodies_started == rx->bodies_done,
+		 60);
+	CHECK(tx->send_err == 0 && !tx->errors && !rx->errors);
+	CHECK(rx->bodies_started == rx->bodies_done);
+}
+
+static int frames_with(const char *params)
+{
+	struct side *a, *b;
+	struct tep tb;
+	struct tep *ta = pair_params(&a, &b, params, params, &tb);
+
+	frame_stream(&tb, ta, 120);
+	frame_stream(ta, &tb, 50);
+	for (int i = 0; i < 30; i++) {
+		CHECK(h_post(&tb, 64, (uint64_t)i * 1000, i ? 3 : 0) == 0);
+		CHECK(h_post(ta, 64, (uint64_t)i * 999, i ? 2 : 0) == 0);
+	}
+	WAIT_FOR(ta->rx_next_seq == 150 && tb.rx_next_seq == 80 &&
+			 !ta->tx_outstanding && !tb.tx_outstanding,
+		 30);
+	CHECK(ops->ep_backlog(tb.ep) == 0);
+
+	/* Limits: too big a head or too many iovec entries is refused. */
+	static uint8_t head[MAX_HEAD + 1];
+	struct iovec many[65];
+	for (int i = 0; i < 65; i++)
+		many[i] = (struct iovec){head, 1};
+	CHECK(h_send(&tb, head, MAX_HEAD + 1, NULL, 0, NULL) ==
+	      MRAIL_ERR_INVALID);
+	CHECK(h_send(&tb, head, 32, many, 65, NULL) == MRAIL_ERR_INVALID);
+	h_side_close(b);
+	h_side_close(a);
+	return 0;
+}
+
+static int test_frames(void)
+{
+	return frames_with("");
+}
+
+/* The smallest ring: every frame wraps and most are split. */
+static int test_frames_small_ring(void)
+{
+	return frames_with("ring=4K");
+}
+
+static int test_frames_fork(void)
+{
+	struct side *a = h_side_open("A");
+	pid_t pid;
+
+	CHECK(h_side_listen(a, NULL));
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		struct tep tb;
+		h_forget_sides();
+		struct side *b = h_side_open("B");
+		h_tep_init(&tb, "child");
+		tb.side = b;
+		CHECK(ops->connect(b->drv, NULL, a->blob, a->blob_len, &tb,
+				   &tb.ep) == 0);
+		WAIT_FOR(tb.connected, 10);
+		CHECK(tb.connect_status == 0);
+		for (int i = 0; i < 100; i++)
+			CHECK(h_post(&tb, 40 + (size_t)i * 2000,
+				     (uint64_t)i * 13000, 1 + i % 64) == 0);
+		WAIT_FOR(tb.rx_next_seq == 100 && !tb.tx_outstanding, 60);
+		WAIT_FOR(tb.errors, 30);
+		CHECK(tb.error_status == MRAIL_ERR_PEER);
+		h_close(&tb);
+		h_side_close(b);
+		_exit(0);
+	}
+	WAIT_FOR(a->naccepted == 1, 30);
+	struct tep *ta = &a->acc[0];
+	WAIT_FOR(ta->rx_next_seq == 100, 60);
+	for (int i = 0; i < 100; i++)
+		CHECK(h_post(ta, 32 + (size_t)i * 100, (uint64_t)i * 1311,
+			     1 + i % 7) == 0);
+	WAIT_FOR(!ta->tx_outstanding, 60);
+	/* Let the child read everything before our close ends it. */
+	double t0 = mrail_now();
+	while (mrail_now() - t0 < 0.2)
+		h_progress_all();
+	h_close(ta);
+	CHECK(wait_child(pid) == 0);
+	h_side_close(a);
+	return 0;
+}
+
+/* ---- RMA --------------------------------------------------------------- */
+
+static const size_t rma_sizes[] = {1, 7, 4096, 65537, MiB + 3, 32 * MiB};
+
+static void rma_roundtrip(struct side *a, struct tep *ta, uint64_t base,
+			  size_t rlen, const uint8_t *rkey, size_t rkey_len,
+			  uint64_t seed)
+{
+	struct reg local;
+
+	reg_make(a, &local, rlen);
+	for (size_t i = 0; i < sizeof rma_sizes / sizeof rma_sizes[0]; i++) {
+		size_t len = rma_sizes[i];
+		size_t off = (rlen - len) / 3;
+		uint64_t raddr = base + off;
+
+		if (len > rlen)
+			continue;
+		h_fill(local.mem, len, seed + i, off);
+		CHECK(rma_sync(ta, false, local.mem, len, local.mr, raddr,
+			       rkey, rkey_len) == 0);
+		memset(local.mem, 0, rlen);
+		CHECK(rma_sync(ta, true, local.mem + (rlen - len), len,
+			       local.mr, raddr, rkey, rkey_len) == 0);
+		size_t bad = h_verify(local.mem + (rlen - len), len, seed + i,
+				      off);
+		CHECKF(bad == SIZE_MAX, "%zu-byte get: byte %zu wrong", len,
+		       bad);
+	}
+	/* Outside the registration: refused before any byte moves. */
+	CHECK(rma_sync(ta, true, local.mem, 16, local.mr, base + rlen - 8,
+		       rkey, rkey_len) == MRAIL_ERR_INVALID);
+	CHECK(rma_sync(ta, true, local.mem, 16, local.mr, base - 1, rkey,
+		       rkey_len) == MRAIL_ERR_INVALID);
+	CHECK(rma_sync(ta, true, local.mem, 16, local.mr, base, rkey, 7) ==
+	      MRAIL_ERR_INVALID);
+	reg_free(&local);
+}
+
+static int test_rma(void)
+{
+	struct side *a, *b;
+	struct tep tb;
+	struct tep *ta = pair_params(&a, &b, "", "", &tb);
+	struct reg remote;
+
+	reg_make(b, &remote, 32 * MiB + 4096);
+	rma_roundtrip(a, ta, (uintptr_t)remote.mem, remote.len, remote.rkey,
+		      remote.rkey_len, 11);
+	reg_free(&remote);
+	h_side_close(b);
+	h_side_close(a);
+	return 0;
+}
+
+struct rkey_msg {
+	uint64_t addr, len;
+	uint32_t rkey_len;
+	uint8_t rkey[MRAIL_DRV_RKEY_MAX];
+};
+
+struct box {
+	int n;
+	uint8_t buf[512];
+	size_t len;
+};
+
+static bool box_frame(struct tep *t, const uint8_t *head, size_t len)
+{
+	struct box *b = t->user;
+	CHECK(len <= sizeof b->buf);
+	memcpy(b->buf, head, len);
+	b->len = len;
+	b->n++;
+	return true;
+}
+
+/* Child of the fork tests: registers 8 MiB, sends its key, then serves
+ * (reading frames) until its peer goes, or floods frames if told. */
+static void child_serve(struct side *a, bool flood, int ready_fd)
+{
+	struct tep tb;
+	struct box box = {0};
+	struct reg r;
+
+	h_forget_sides();
+	struct side *b = h_side_open("B");
+	h_tep_init(&tb, "child");
+	tb.side = b;
+	tb.user = &box;
+	tb.on_frame = box_frame;
+	tb.on_send_done = ignore_send_done;
+	CHECK(ops->connect(b->drv, NULL, a->blob, a->blob_len, &tb,
+			   &tb.ep) == 0);
+	reg_make(b, &r, 8 * MiB);
+	h_fill(r.mem, r.len, 99, 0);
+	struct rkey_msg m = {(uintptr_t)r.mem, r.len, (uint32_t)r.rkey_len, {0}};
+	memcpy(m.rkey, r.rkey, r.rkey_len);
+	CHECK(h_send(&tb, &m, sizeof m, NULL, 0, NULL) == 0);
+	static uint8_t big[256 * 1024];
+	struct iovec iov = {big, sizeof big};
+	for (int i = 0; !tb.errors; i++) {
+		if (flood && ops->ep_backlog(tb.ep) < 4 * MiB)
+			CHECK(h_send(&tb, big, 64, &iov, 1, NULL) == 0);
+		if (i == 1000 && ready_fd >= 0)
+			CHECK(write(ready_fd, "r", 1) == 1);
+		h_progress_all();
+	}
+	h_close(&tb);
+	reg_free(&r);
+	h_side_close(b);
+	_exit(0);
+}
+
+static bool count_send_err(struct tep *t, void *ctx, int status)
+{
+	(void)ctx;
+	if (status)
+		t->send_err++;
+	return true;
+}
+
+static void *sink_body(struct tep *t, const uint8_t *head, size_t len,
+		       uint64_t body_len, struct iovec *dst, int *cnt)
+{
+	static uint8_t sink[256 * 1024];
+	(void)t;
+	(void)head;
+	(void)len;
+	CHECK(body_len <= sizeof sink);
+	dst[0] = (struct iovec){sink, body_len};
+	*cnt = 1;
+	return sink;
+}
+
+static bool sink_body_done(struct tep *t, void *cookie)
+{
+	(void)t;
+	(void)cookie;
+	return true;
+}
+
+static struct tep *accept_child(struct side *a, struct box *box,
+				struct rkey_msg *m)
+{
+	WAIT_FOR(a->naccepted == 1, 30);
+	struct tep *ta = &a->acc[0];
+	memset(box, 0, sizeof *box);
+	ta->user = box;
+	ta->on_frame = box_frame;
+	ta->on_body = sink_body; /* the child's flood */
+	ta->on_body_done = sink_body_done;
+	WAIT_FOR(box->n == 1 || ta->errors, 30);
+	CHECK(!ta->errors && box->len == sizeof *m);
+	memcpy(m, box->buf, sizeof *m);
+	return ta;
+}
+
+static int test_rma_fork(void)
+{
+	struct side *a = h_side_open("A");
+	struct box box;
+	struct rkey_msg m;
+	pid_t pid;
+
+	CHECK(h_side_listen(a, NULL));
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+		child_serve(a, false, -1);
+	struct tep *ta = accept_child(a, &box, &m);
+	struct reg l;
+	reg_make(a, &l, m.len);
+	/* The child filled its buffer: a get sees the child's bytes. */
+	CHECK(rma_sync(ta, true, l.mem, l.len, l.mr, m.addr, m.rkey,
+		       m.rkey_len) == 0);
+	CHECK(h_verify(l.mem, l.len, 99, 0) == SIZE_MAX);
+	reg_free(&l);
+	rma_roundtrip(a, ta, m.addr, m.len, m.rkey, m.rkey_len, 21);
+	h_close(ta);
+	CHECK(wait_child(pid) == 0);
+	h_side_close(a);
+	return 0;
+}
+
+/* ---- doorbell ---------------------------------------------------------- */
+
+static int test_wait_fd(void)
+{
+	struct side *a, *b;
+	struct tep tb;
+	struct tep *ta = pair_params(&a, &b, "", "", &tb);
+	struct pollfd p = {.fd = ops->wait_fd(a->drv), .events = POLLIN};
+
+	for (int round = 0; round < 20; round++) {
+		/* A goes idle as the engine does before it sleeps. */
+		for (int i = 0; i < 2 * SHM_ARM_AFTER; i++)
+			h_progress(a);
+		CHECK(poll(&p, 1, 0) == 0);
+		CHECK(h_post(&tb, 64, round % 2 ? 100 : 0, 1) == 0);
+		CHECK(poll(&p, 1, 5000) == 1);
+		WAIT_FOR(ta->rx_next_seq == (uint64_t)round + 1, 5);
+		/* Drained again once A has looked. */
+		for (int i = 0; i < 2 * SHM_EPOLL_EVERY; i++)
+			h_progress(a);
+	}
+	h_side_close(b);
+	h_side_close(a);
+	return 0;
+}
+
+/* ---- failures ---------------------------------------------------------- */
+
+/* Count our mappings of shm segments (memfd "mrail-shm"). */
+static int segments_mapped(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	CHECK(f);
+	while (fgets(line, sizeof line, f))
+		if (strstr(line, "memfd:mrail-shm"))
+			n++;
+	fclose(f);
+	return n;
+}
+
+static int shm_files(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (strstr(e->d_name, "mrail"))
+			n++;
+	closedir(d);
+	return n;
+}
+
+/*
+ * A peer killed with SIGKILL while it floods us and we flood it (our
+ * frames hold its ring full): that connection fails with MRAIL_ERR_PEER,
+ * our queued frames complete with an error, gets after its death fail,
+ * another connection of the same instance goes on, and nothing of the
+ * dead peer's segment is left (no file, no mapping once closed).
+ */
+static int test_peer_killed(void)
+{
+	struct side *a = h_side_open("A");
+	int ready[2];
+	pid_t pid;
+	int files0 = shm_files();
+
+	CHECK(pipe(ready) == 0);
+	CHECK(h_side_listen(a, NULL));
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		child_serve(a, true, ready[1]);
+	}
+	close(ready[1]);
+	struct box box;
+	struct rkey_msg m;
+	struct tep *ta = accept_child(a, &box, &m);
+	ta->on_send_done = count_send_err;
+
+	/* A second connection, inside this process, must survive. */
+	struct side *c = h_side_open("C");
+	struct tep tc;
+	h_tep_init(&tc, "C.conn");
+	struct tep *tac = h_connect_pair(c, &tc, NULL, a);
+	CHECK(segments_mapped() >= 2);
+
+	static uint8_t big[256 * 1024];
+	struct iovec iov = {big, sizeof big};
+	for (int i = 0; i < 64; i++)
+		CHECK(h_send(ta, big, 64, &iov, 1, NULL) == 0);
+	CHECK(ops->ep_backlog(ta->ep) > 0);
+	char ch;
+	CHECK(read(ready[0], &ch, 1) == 1);
+	CHECK(kill(pid, SIGKILL) == 0);
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st));
+	/* A get to the dead process fails (possibly before we notice). */
+	struct reg l;
+	reg_make(a, &l, 4096);
+	int rc = rma_sync(ta, true, l.mem, 16, l.mr, m.addr, m.rkey, m.rkey_len);
+	CHECK(rc == MRAIL_ERR_PEER);
+	WAIT_FOR(ta->errors, 30);
+	CHECKF(ta->error_status == MRAIL_ERR_PEER && strstr(ta->why, "died"),
+	       "%d %s", ta->error_status, ta->why);
+	CHECK(ta->send_err > 0);
+	h_close(ta);
+	reg_free(&l);
+	/* The other connection still works both ways. */
+	CHECK(h_post(&tc, 100, 70000, 3) == 0);
+	CHECK(h_post(tac, 100, 5000, 2) == 0);
+	WAIT_FOR(tac->rx_next_seq == 1 && tc.rx_next_seq == 1, 10);
+	CHECK(!tac->errors && !tc.errors);
+	h_close(&tc);
+	WAIT_FOR(tac->errors, 10);
+	h_close(tac);
+	h_side_close(c);
+	/* Cleanup: nothing named, nothing mapped. */
+	CHECK(segments_mapped() == 0);
+	CHECK(shm_files() == files0);
+	h_side_close(a);
+	return 0;
+}
+
+/* ep_close drops pending frames: no upcall, memory not touched again. */
+static int test_close_pending(void)
+{
+	struct side *a, *b;
+	struct tep tb;
+	struct tep *ta = pair_params(&a, &b, "ring=4K", "ring=4K", &tb);
+
+	uint8_t *heads[5];
+	for (int i = 0; i < 5; i++) {
+		heads[i] = calloc(1, 64 * KiB);
+		CHECK(heads[i]);
+		struct iovec iov = {heads[i], 64 * KiB};
+		CHECK(h_send(&tb, heads[i], 64, &iov, 1, heads[i]) == 0);
+	}
+	CHECK(ops->ep_backlog(tb.ep) > 0);
+	h_close(&tb);
+	for (int i = 0; i < 5; i++)
+		free(heads[i]);
+	ta->on_body = sink_body;
+	ta->on_body_done = sink_body_done;
+	WAIT_FOR(ta->errors, 10);
+	CHECK(ta->error_status == MRAIL_ERR_PEER);
+	h_close(ta);
+	CHECK(segments_mapped() == 0);
+	h_side_close(b);
+	h_side_close(a);
+	return 0;
+}
+
+/* ---- malformed peers --------------------------------------------------- */
+
+struct raw_peer {
+	int sock, bell;
+	uint8_t *seg;
+	size_t len;
+	struct shm_seg_hdr *h;
+	uint8_t *ring0;
+};
+
+static int raw_connect(const struct side *to)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	const uint8_t *b = (const uint8_t *)to->blob;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	CHECK(fd >= 0 && to->blob_len > SHM_BLOB_HDR_LEN);
+	memcpy(sun.sun_path + 1, b + SHM_BLOB_HDR_LEN, b[5]);
+	CHECK(connect(fd, (struct sockaddr *)&sun,
+		      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				  b[5])) == 0);
+	return fd;
+}
+
+static void raw_hello(int sock, uint32_t magic, uint32_t ring, uint32_t len,
+		      const int *fds, int nfd)
+{
+	uint8_t msg[SHM_CTL_LEN];
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {msg, sizeof msg};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	shm_put_le32(msg, magic);
+	shm_put_le32(msg + 4, SHM_SEG_VERSION);
+	shm_put_le32(msg + 8, ring);
+	shm_put_le32(msg + 12, len);
+	if (nfd) {
+		memset(&u, 0, sizeof u);
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN((size_t)nfd * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t)nfd * sizeof(int));
+	}
+	CHECK(sendmsg(sock, &mh, 0) == (ssize_t)sizeof msg);
+}
+
+static void raw_open(struct raw_peer *r, const struct side *to)
+{
+	uint32_t ring = 4096;
+	r->len = SHM_RING_OFFSET + 2 * ring;
+	int fd = memfd_create("mrail-shm-test", MFD_CLOEXEC);
+	CHECK(fd >= 0 && ftruncate(fd, (off_t)r->len) == 0);
+	r->seg = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(r->seg != MAP_FAILED);
+	r->h = (struct shm_seg_hdr *)r->seg;
+	r->h->magic = SHM_SEG_MAGIC;
+	r->h->version = SHM_SEG_VERSION;
+	r->h->ring_size = ring;
+	r->ring0 = r->seg + SHM_RING_OFFSET;
+	r->bell = eventfd(0, EFD_CLOEXEC);
+	r->sock = raw_connect(to);
+	int fds[2] = {fd, r->bell};
+	raw_hello(r->sock, SHM_HELLO_MAGIC, ring, (uint32_t)r->len, fds, 2);
+	close(fd);
+}
+
+static void raw_close(struct raw_peer *r)
+{
+	close(r->sock);
+	close(r->bell);
+	munmap(r->seg, r->len);
+}
+
+static int test_bad_frames(void)
+{
+	struct side *a = h_side_open("A");
+	static const struct {
+		uint8_t bytes[16];
+		uint64_t tail; /* 0: 16 */
+		const char *why;
+	} cases[] = {
+		{{'X', 'R', 'S', 1}, 0, "bad frame magic"},
+		{{'M', 'R', 'S', 9}, 0, "frame version 9"},
+		{{'M', 'R', 'S', 1, 0, 0, 0x20}, 0, "head of 2097152 bytes"},
+		{{'M', 'R', 'S', 1}, 8192, "tail is outside the ring"},
+	};
+
+	CHECK(h_side_listen(a, NULL));
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct raw_peer r;
+		int before = a->naccepted;
+		raw_open(&r, a);
+		WAIT_FOR(a->naccepted == before + 1, 10);
+		struct tep *t = &a->acc[before];
+		memcpy(r.ring0, cases[i].bytes, 16);
+		atomic_store(&r.h->ctl[0].tail, cases[i].tail ? cases[i].tail : 16);
+		WAIT_FOR(t->errors, 10);
+		CHECKF(t->error_status == MRAIL_ERR_PROTO &&
+			       strstr(t->why, cases[i].why),
+		       "case %zu: %d %s", i, t->error_status, t->why);
+		h_close(t);
+		raw_close(&r);
+	}
+	/* Malformed set-up messages: dropped before the engine sees them. */
+	int before = a->naccepted;
+	int s = raw_connect(a);
+	raw_hello(s, SHM_HELLO_MAGIC, 4096, 12288, NULL, 0); /* no fds */
+	int s2 = raw_connect(a);
+	raw_hello(s2, SHM_HELLO_MAGIC, 3000, 12288, NULL, 0);
+	uint8_t junk;
+	double t0 = mrail_now();
+	while (mrail_now() - t0 < 0.3)
+		h_progress_all();
+	CHECK(a->naccepted == before);
+	CHECK(recv(s, &junk, 1, 0) == 0 && recv(s2, &junk, 1, 0) == 0);
+	close(s);
+	close(s2);
+
+	/* Bad address blobs. */
+	struct tep t;
+	uint8_t blob[64];
+	memcpy(blob, a->blob, a->blob_len);
+	h_tep_init(&t, "bad");
+	CHECK(ops->connect(a->drv, NULL, blob, 3, &t, &t.ep) ==
+	      MRAIL_ERR_INVALID);
+	blob[4] = 2;
+	CHECK(ops->connect(a->drv, NULL, blob, a->blob_len, &t, &t.ep) ==
+	      MRAIL_ERR_INVALID);
+	blob[4] = 1;
+	CHECK(ops->connect(a->drv, NULL, blob, a->blob_len - 1, &t, &t.ep) ==
+	      MRAIL_ERR_INVALID);
+	/* A listener that is gone: connected() reports the failure. */
+	blob[SHM_BLOB_HDR_LEN] ^= 0x20;
+	h_tep_init(&t, "gone");
+	t.side = a;
+	CHECK(ops->connect(a->drv, NULL, blob, a->blob_len, &t, &t.ep) == 0);
+	WAIT_FOR(t.connected, 10);
+	CHECK(t.connect_status == MRAIL_ERR_PEER);
+	h_close(&t);
+	h_side_close(a);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} tests[] = {
+	{"caps", test_caps},
+	{"params", test_params},
+	{"frames", test_frames},
+	{"frames-small-ring", test_frames_small_ring},
+	{"frames-fork", test_frames_fork},
+	{"rma", test_rma},
+	{"rma-fork", test_rma_fork},
+	{"wait-fd", test_wait_fd},
+	{"peer-killed", test_peer_killed},
+	{"close-pending", test_close_pending},
+	{"bad-frames", test_bad_frames},
+};
+
+int main(int argc, char **argv)
+{
+	const char *lvl = getenv("MRAIL_LOG_LEVEL");
+	int ran = 0, rc = 0;
+
+	if (lvl && mrail_log_parse_level(lvl) >= 0)
+		mrail_log_level = mrail_log_parse_level(lvl);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+		if (argc > 1 && strcmp(argv[1], tests[i].name) != 0)
+			continue;
+		printf("== %s\n", tests[i].name);
+		int r = tests[i].fn();
+		if (r == SKIP && argc > 1)
+			return SKIP;
+		rc |= r == SKIP ? 0 : r;
+		ran++;
+	}
+	if (!ran) {
+		fprintf(stderr, "unknown test '%s'\n", argc > 1 ? argv[1] : "");
+		return 1;
+	}
+	return rc;
+}
