@@ -129,7 +129,7 @@ MRAIL_API int mrail_config_init(struct mrail_config *c)
 		return MRAIL_ERR_INVALID;
 	memset(c, 0, sizeof *c);
 	c->version = MRAIL_CONFIG_VERSION;
-	c->drivers = "tcp";
+	c->drivers = "tcp,shm"; /* shm carries peers of this host */
 	c->strategy = "split";
 	c->log_level = MRAIL_LOG_WARN;
 	c->eager_max = MRAIL_EAGER_MAX_AUTO;

@@ -170,6 +170,14 @@ static void plan_listed(struct mrail_engine *e, const struct peer_address *pa,
 	struct listed *a = swap ? rem : loc, *b = swap ? loc : rem;
 	unsigned na = swap ? nr : nl, nb = swap ? nl : nr;
 
+	/* Shared memory on both sides replaces TCP's loopback rails: they
+	 * would only take slices of every message to a slower path. Asking
+	 * for loopback TCP between two processes of one host means leaving
+	 * shm out of MRAIL_DRIVERS (docs/driver-shm.md). */
+	int shm_both = same_host &&
+		       has_scope(a, na, "shm", MRAIL_DRV_SCOPE_HOST) &&
+		       has_scope(b, nb, "shm", MRAIL_DRV_SCOPE_HOST);
+
 	for (unsigned i = 0; i < na && *n < MRAIL_MAX_RAILS; i++) {
 		int scope = MRAIL_DRV_SCOPE_FABRIC;
 		if (same_host &&
@@ -177,6 +185,9 @@ static void plan_listed(struct mrail_engine *e, const struct peer_address *pa,
 		    has_scope(b, nb, a[i].driver, MRAIL_DRV_SCOPE_HOST))
 			scope = MRAIL_DRV_SCOPE_HOST;
 		if (a[i].scope != scope)
+			continue;
+		if (shm_both && scope == MRAIL_DRV_SCOPE_HOST &&
+		    !strcmp(a[i].driver, "tcp"))
 			continue;
 		for (unsigned j = 0; j < nb; j++) {
 			if (b[j].used || b[j].scope != scope ||

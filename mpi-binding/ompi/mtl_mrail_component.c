@@ -58,7 +58,7 @@ static int mtl_mrail_register(void)
 	struct mca_mtl_mrail_module *m = &ompi_mtl_mrail;
 
 	reg_string("drivers", "Driver instances, comma list (MRAIL_DRIVERS, "
-		   "default tcp)", &m->drivers);
+		   "default tcp,shm)", &m->drivers);
 	reg_string("rails", "Interfaces or addresses rails may use "
 		   "(MRAIL_RAILS, default: every interface that is up)",
 		   &m->rails);
