@@ -139,6 +139,16 @@ static int has_scope(const struct listed *l, unsigned n, const char *driver,
 	return 0;
 }
 
+/* TCP loopback rails the user asked for (see plan_listed). */
+static int has_asked(const struct listed *l, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (l[i].scope == MRAIL_DRV_SCOPE_HOST &&
+		    !strcmp(l[i].driver, "tcp") && !strcmp(l[i].fabric, "asked"))
+			return 1;
+	return 0;
+}
+
 /*
  * Listed rails pair with the peer's of the same driver and fabric, in the
  * order of side "a" (the smaller uuid) so both ends number the rails
@@ -170,13 +180,14 @@ static void plan_listed(struct mrail_engine *e, const struct peer_address *pa,
 	struct listed *a = swap ? rem : loc, *b = swap ? loc : rem;
 	unsigned na = swap ? nr : nl, nb = swap ? nl : nr;
 
-	/* Shared memory on both sides replaces TCP's loopback rails: they
-	 * would only take slices of every message to a slower path. Asking
-	 * for loopback TCP between two processes of one host means leaving
-	 * shm out of MRAIL_DRIVERS (docs/driver-shm.md). */
+	/* Between two processes of one host, shm and TCP's loopback rails
+	 * exclude each other: shm unless the user asked for loopback rails
+	 * (tcp loopback_rails set: their fabric says "asked"), as a slower
+	 * path would only take slices of every message (driver-shm.md). */
 	int shm_both = same_host &&
 		       has_scope(a, na, "shm", MRAIL_DRV_SCOPE_HOST) &&
 		       has_scope(b, nb, "shm", MRAIL_DRV_SCOPE_HOST);
+	int tcp_asked = same_host && (has_asked(a, na) || has_asked(b, nb));
 
 	for (unsigned i = 0; i < na && *n < MRAIL_MAX_RAILS; i++) {
 		int scope = MRAIL_DRV_SCOPE_FABRIC;
@@ -187,7 +198,7 @@ static void plan_listed(struct mrail_engine *e, const struct peer_address *pa,
 		if (a[i].scope != scope)
 			continue;
 		if (shm_both && scope == MRAIL_DRV_SCOPE_HOST &&
-		    !strcmp(a[i].driver, "tcp"))
+		    !strcmp(a[i].driver, tcp_asked ? "shm" : "tcp"))
 			continue;
 		for (unsigned j = 0; j < nb; j++) {
 			if (b[j].used || b[j].scope != scope ||

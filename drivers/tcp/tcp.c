@@ -143,6 +143,7 @@ static int param_value(const char *key, const char *val, struct mrail_drv *drv)
 		if (errno || end == val || *end || n < 1 || n > 32)
 			return -1;
 		drv->loopback_rails = (unsigned)n;
+		drv->loopback_asked = true;
 		return 0;
 	}
 	if (!strcmp(key, "sockbuf")) {
@@ -251,6 +252,10 @@ static int tcp_list_rails(struct mrail_drv *drv,
 		snprintf(out[n].name, sizeof out[n].name, "lo%u", i);
 		snprintf(out[n].listen, sizeof out[n].listen, "127.0.0.1");
 		snprintf(out[n].ifname, sizeof out[n].ifname, "lo");
+		/* Pairing drops loopback rails the user did not ask for
+		 * where shm joins the two processes (libmrail/pairing.c). */
+		if (drv->loopback_asked)
+			snprintf(out[n].fabric, sizeof out[n].fabric, "asked");
 		out[n].scope = MRAIL_DRV_SCOPE_HOST;
 		out[n].numa_node = -1;
 	}

@@ -81,7 +81,8 @@ struct mrail_drv_ep {
 struct mrail_drv {
 	struct dc_drv dc; /* first: upcalls, endpoints, epoll set */
 	int sockbuf; /* SO_SNDBUF/SO_RCVBUF request, 0 = kernel autotuning */
-	unsigned loopback_rails; /* rails to processes of this host */
+	unsigned loopback_rails;
+	bool loopback_asked; /* set by the user: kept beside shm */
 	int user_timeout_ms;     /* TCP_USER_TIMEOUT on rail sockets, 0: off */
 	int keepalive;           /* s idle before/between probes, 0: off */
 #define TCP_DEFAULT_KEEPALIVE 1

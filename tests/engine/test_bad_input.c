@@ -377,6 +377,8 @@ int main(void)
 	setenv("MRAIL_JOB_KEY", KEY_HEX, 1);
 	setenv("MRAIL_CONNECT_TIMEOUT", "1", 1);
 	setenv("MRAIL_RAILS", "lo", 1); /* only the loopback endpoint */
+	/* Raw TCP impersonation: the TCP rails only (no shm for this host). */
+	setenv("MRAIL_DRIVERS", "tcp", 1);
 	CHECK(mrail_auth_key_parse(KEY_HEX, key) == 0);
 	CHECK_RC(mrail_config_init(&cfg));
 	cfg.bootstrap = 0;
