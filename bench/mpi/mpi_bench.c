@@ -1,8 +1,9 @@
 /*
  * mpi-bench: ping-pong latency and bandwidth, streaming bandwidth with a
- * window, allreduce time; by message size. Plain MPI, so the same binary
+ * window, allreduce and alltoall time; by message size. Plain MPI, so the same binary
  * compares transports (bench/mpi/run.sh, docs/mpi-ompi.md).
- * usage: mpi-bench pingpong|stream|allreduce [MAX_BYTES] [LABEL]
+ * usage: mpi-bench pingpong|stream|allreduce|alltoall [MAX_BYTES] [LABEL]
+ * (alltoall: MAX_BYTES to each rank)
  * Prints CSV on rank 0: label,test,np,bytes,usec,MBps
  * usec is the median over iterations (one way for pingpong): a VM's
  * scheduling hiccups hit single iterations and would move a mean.
@@ -40,7 +41,9 @@ int main(int argc, char **argv)
 	const char *test = argc > 1 ? argv[1] : "pingpong";
 	size_t max = argc > 2 ? strtoull(argv[2], NULL, 0) : (16u << 20);
 	const char *label = argc > 3 ? argv[3] : "run";
-	size_t bufsz = !strcmp(test, "stream") ? max * WINDOW : max;
+	size_t bufsz = !strcmp(test, "stream")     ? max * WINDOW
+		       : !strcmp(test, "alltoall") ? max * (size_t)np
+						   : max;
 	char *a = malloc(bufsz ? bufsz : 1), *b = malloc(bufsz ? bufsz : 1);
 	memset(a, 1, bufsz);
 	memset(b, 0, bufsz);
@@ -88,6 +91,9 @@ int main(int argc, char **argv)
 					continue;
 				MPI_Allreduce(a, b, (int)(n / 8), MPI_DOUBLE, MPI_SUM,
 					      MPI_COMM_WORLD);
+			} else if (!strcmp(test, "alltoall")) {
+				MPI_Alltoall(a, (int)n, MPI_BYTE, b, (int)n, MPI_BYTE,
+					     MPI_COMM_WORLD);
 			}
 			if (k >= 0 && t)
 				t[k] = MPI_Wtime() - t0;
