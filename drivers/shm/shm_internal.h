@@ -104,6 +104,7 @@ struct shm_ring_ctl {
 	_Alignas(SHM_LINE) _Atomic uint64_t tail; /* written by the producer */
 	_Alignas(SHM_LINE) _Atomic uint64_t head; /* written by the consumer */
 	_Alignas(SHM_LINE) _Atomic uint32_t armed; /* consumer asks a wake-up */
+	_Alignas(SHM_LINE) _Atomic uint32_t want_space; /* producer asks one */
 };
 
 struct shm_seg_hdr {
@@ -144,6 +145,12 @@ void shm_ring_consume(struct shm_ring *r, uint64_t len);
 /* Consumer: ask the producer for a doorbell; false if bytes arrived
  * meanwhile (then do not sleep). */
 bool shm_ring_arm(struct shm_ring *r);
+/* Producer with bytes left over: ask the consumer to ring our doorbell
+ * when it frees space; true if space came meanwhile (write on). */
+bool shm_ring_want_space(struct shm_ring *r);
+/* Consumer, after consuming: true if the producer asked for a doorbell
+ * (it is disarmed then). */
+bool shm_ring_space_wanted(struct shm_ring *r);
 
 /* ---- objects ----------------------------------------------------------- */
 
@@ -288,6 +295,8 @@ int shm_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 uint64_t shm_ep_backlog(struct mrail_drv_ep *ep);
 /* Move queued bytes into the ring; returns frames that left. */
 int shm_flush(struct mrail_drv_ep *ep);
+/* Write the peer's doorbell. */
+void shm_ring_bell(struct mrail_drv_ep *ep);
 int shm_done_add(struct mrail_drv *drv, struct mrail_drv_ep *ep,
 		 enum shm_done_kind kind, void *ctx, int status);
 int shm_run_completions(struct mrail_drv *drv);

@@ -204,8 +204,13 @@ int shm_rx(struct mrail_drv_ep *ep)
 
 	if (ep->in_rx)
 		return 0;
+	uint64_t before = ep->rx.pos;
 	ep->in_rx = true;
 	frames = rx_loop(ep);
 	ep->in_rx = false;
+	/* Freed space a waiting producer asked to hear of. */
+	if (ep->rx.pos != before && ep->peer_bell >= 0 &&
+	    ep->state != SHM_EP_CLOSED && shm_ring_space_wanted(&ep->rx))
+		shm_ring_bell(ep);
 	return frames;
 }

@@ -9,7 +9,9 @@
  * `armed`; a producer that publishes while it is set clears it and rings
  * the consumer's eventfd. Both sides order their store before their load
  * with a full fence (Dekker): either the producer sees `armed`, or the
- * consumer sees the new tail when it re-checks after arming.
+ * consumer sees the new tail when it re-checks after arming. The same
+ * pair of flags, the other way round (`want_space`), wakes a producer
+ * that is waiting for the consumer to free space.
  */
 #include "drivers/shm/shm_internal.h"
 
@@ -108,4 +110,22 @@ bool shm_ring_arm(struct shm_ring *r)
 	atomic_thread_fence(memory_order_seq_cst);
 	r->peer = atomic_load_explicit(&r->ctl->tail, memory_order_acquire);
 	return r->peer == r->pos;
+}
+
+bool shm_ring_want_space(struct shm_ring *r)
+{
+	atomic_store_explicit(&r->ctl->want_space, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	/* shm_ring_space() reloads and checks the head itself. */
+	return atomic_load_explicit(&r->ctl->head, memory_order_acquire) !=
+	       r->peer;
+}
+
+bool shm_ring_space_wanted(struct shm_ring *r)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&r->ctl->want_space, memory_order_relaxed))
+		return false;
+	return atomic_exchange_explicit(&r->ctl->want_space, 0,
+					memory_order_relaxed) != 0;
 }

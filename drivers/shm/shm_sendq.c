@@ -95,7 +95,7 @@ uint64_t shm_ep_backlog(struct mrail_drv_ep *ep)
 	return ep->backlog;
 }
 
-static void ring_bell(struct mrail_drv_ep *ep)
+void shm_ring_bell(struct mrail_drv_ep *ep)
 {
 	uint64_t one = 1;
 
@@ -114,6 +114,12 @@ int shm_flush(struct mrail_drv_ep *ep)
 	while (ep->sq_head) {
 		struct shm_send *s = ep->sq_head;
 		uint64_t space = shm_ring_space(&ep->tx, s->left);
+
+		/* Full: have the consumer wake us when it frees space, unless
+		 * it did so just now. */
+		if (space == 0 && !(shm_ring_want_space(&ep->tx) &&
+				    (space = shm_ring_space(&ep->tx, 1)) > 0))
+			break;
 
 		while (space > 0 && s->left > 0) {
 			struct iovec *v = &s->iov[s->iov_idx];
@@ -145,7 +151,7 @@ int shm_flush(struct mrail_drv_ep *ep)
 	if (wrote) {
 		ep->backlog -= wrote;
 		if (shm_ring_publish(&ep->tx))
-			ring_bell(ep);
+			shm_ring_bell(ep);
 	}
 	return frames;
 }

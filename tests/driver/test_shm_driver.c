@@ -499,6 +499,21 @@ static int test_wait_fd(void)
 	}
 	h_side_close(b);
 	h_side_close(a);
+
+	/* A producer waiting for space is woken when the consumer frees it:
+	 * B's 64 KiB body cannot fit a 4 KiB ring. */
+	ta = pair_params(&a, &b, "ring=4K", "ring=4K", &tb);
+	struct pollfd pb = {.fd = ops->wait_fd(b->drv), .events = POLLIN};
+	CHECK(h_post(&tb, 64, 64 * KiB, 1) == 0);
+	for (int i = 0; i < 4 * SHM_EPOLL_EVERY; i++)
+		h_progress(b); /* drain its own doorbell; the ring stays full */
+	CHECK(ops->ep_backlog(tb.ep) > 0);
+	CHECK(poll(&pb, 1, 0) == 0);
+	h_progress(a); /* A reads: B must hear of the space */
+	CHECK(poll(&pb, 1, 5000) == 1);
+	WAIT_FOR(ta->rx_next_seq == 1 && ta->bodies_done == 1, 5);
+	h_side_close(b);
+	h_side_close(a);
 	return 0;
 }
 
