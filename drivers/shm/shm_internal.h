@@ -65,7 +65,7 @@
 /* Empty polls of a ring before its consumer asks for a doorbell. */
 #define SHM_ARM_AFTER 32
 /* Progress calls between two looks at the sockets and doorbells. */
-#define SHM_EPOLL_EVERY 16
+#define SHM_EPOLL_EVERY 64
 #define SHM_EPOLL_BATCH 64
 
 static inline void shm_put_le32(uint8_t *p, uint32_t v)
