@@ -23,6 +23,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -67,8 +68,13 @@ int shm_listen(struct mrail_drv *drv, const char *local, void *addr,
 		return MRAIL_ERR_NOMEM;
 	}
 	drv->listeners = grown;
-	snprintf(l->name, sizeof l->name, "mrail-shm-%d-%u", (int)getpid(),
-		 atomic_fetch_add(&name_counter, 1));
+	/* Random part: processes of other pid namespaces may share our pid
+	 * and our network namespace (where abstract names live). */
+	uint32_t salt = 0;
+	if (getrandom(&salt, sizeof salt, GRND_NONBLOCK) != sizeof salt)
+		salt = (uint32_t)(uintptr_t)l ^ (uint32_t)getpid() << 16;
+	snprintf(l->name, sizeof l->name, "mrail-shm-%d-%u-%08x", (int)getpid(),
+		 atomic_fetch_add(&name_counter, 1), salt);
 	nlen = strlen(l->name);
 	if (*addr_len < SHM_BLOB_HDR_LEN + nlen) {
 		free(l);
