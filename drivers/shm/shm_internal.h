@@ -225,7 +225,8 @@ struct mrail_drv_ep {
 	enum shm_rx_state rx_state;
 	uint32_t rx_head_len;
 	uint64_t rx_body_len, rx_got;
-	uint8_t *head_buf; /* SHM_MAX_HEAD, allocated on a first split head */
+	uint8_t *head_buf; /* a split head gathered (head_cap bytes) */
+	size_t head_cap;
 	void *rx_cookie;
 	struct iovec rx_dst[SHM_MAX_BODY_IOV];
 	int rx_dst_cnt, rx_dst_idx;

@@ -100,6 +100,24 @@ static uint64_t body_step(struct mrail_drv_ep *ep, uint64_t avail)
 	return done;
 }
 
+/* A head that wraps or has not all arrived is gathered here: sized to
+ * the largest seen, not to max_head, as most connections never need it. */
+static bool head_room(struct mrail_drv_ep *ep, uint32_t len)
+{
+	size_t cap = ep->head_cap ? ep->head_cap : 4096;
+
+	if (len <= ep->head_cap)
+		return true;
+	while (cap < len)
+		cap *= 2;
+	uint8_t *p = realloc(ep->head_buf, cap);
+	if (!p)
+		return false;
+	ep->head_buf = p;
+	ep->head_cap = cap;
+	return true;
+}
+
 static int rx_loop(struct mrail_drv_ep *ep)
 {
 	int frames = 0;
@@ -136,10 +154,9 @@ static int rx_loop(struct mrail_drv_ep *ep)
 					break;
 				continue;
 			}
-			if (!ep->head_buf &&
-			    !(ep->head_buf = malloc(SHM_MAX_HEAD))) {
+			if (!head_room(ep, ep->rx_head_len)) {
 				shm_ep_fail(ep, MRAIL_ERR_NOMEM, "shm: no memory "
-					    "for a head buffer");
+					    "for a %u-byte head", ep->rx_head_len);
 				break;
 			}
 			shm_ring_consume(&ep->rx, SHM_FRAME_HDR_LEN);
