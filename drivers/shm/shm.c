@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 /* ---- knobs ------------------------------------------------------------- */
@@ -84,17 +85,39 @@ int shm_params_parse(const char *s, struct shm_params *p)
 
 /* ---- instance ---------------------------------------------------------- */
 
+static void wake(struct dc_drv *dc)
+{
+	uint64_t one = 1;
+	struct mrail_drv *drv = (struct mrail_drv *)dc;
+
+	if (write(drv->wake.poll.fd, &one, sizeof one) < 0 && errno != EAGAIN)
+		mrail_debug("shm: wake-up: %s", strerror(errno));
+}
+
+const struct dc_hooks shm_hooks = {
+	.name = "shm",
+	.ep_free = shm_ep_free,
+	.ep_closing = shm_ep_closing,
+	.ep_attend = shm_ep_attend,
+	.wake = wake,
+	.ep_stop = shm_ep_stop,
+	.ep_fail_ops = shm_rma_fail_of,
+	.ep_drop_ops = shm_rma_drop_of,
+	.ep_wanted_events = shm_ep_wanted_events,
+	.ep_events = shm_ep_events,
+	.ep_accept = shm_ep_accept,
+	.other_events = shm_bell_events,
+};
+
 static int shm_open(const struct mrail_drv_open_args *args,
 		    struct mrail_drv **out);
 
 static void shm_close(struct mrail_drv *drv)
 {
-	while (drv->eps)
-		shm_ep_close(drv->eps);
-	shm_free_zombies(drv);
-	shm_close_listeners(drv);
-	shm_sendq_fini(drv);
-	close(drv->epfd);
+	dc_drv_fini(&drv->dc); /* closes every endpoint and listener */
+	shm_rma_fini(drv);
+	if (drv->wake.poll.fd >= 0)
+		close(drv->wake.poll.fd);
 	free(drv);
 }
 
@@ -131,20 +154,6 @@ static int shm_list_rails(struct mrail_drv *drv, struct mrail_drv_rail_desc *out
 	return 1;
 }
 
-static void shm_ep_set_ctx(struct mrail_drv_ep *ep, void *ctx)
-{
-	ep->ctx = ctx;
-}
-
-static void shm_ep_names(struct mrail_drv_ep *ep, char *local, size_t llen,
-			 char *remote, size_t rlen)
-{
-	if (local && llen)
-		snprintf(local, llen, "%s", ep->local_name);
-	if (remote && rlen)
-		snprintf(remote, rlen, "%s", ep->remote_name);
-}
-
 static void shm_ep_query(struct mrail_drv_ep *ep, struct mrail_drv_ep_info *info)
 {
 	(void)ep;
@@ -154,31 +163,21 @@ static void shm_ep_query(struct mrail_drv_ep *ep, struct mrail_drv_ep_info *info
 
 static int shm_wait_fd(struct mrail_drv *drv)
 {
-	return drv->epfd;
+	return drv->dc.epfd;
 }
 
 /* ---- progress ---------------------------------------------------------- */
-
-static int poll_events(struct mrail_drv *drv)
-{
-	struct epoll_event ev[SHM_EPOLL_BATCH];
-	int n = epoll_wait(drv->epfd, ev, SHM_EPOLL_BATCH, 0), done = 0;
-
-	for (int i = 0; i < n; i++)
-		done += shm_handle_event(drv, ev[i].data.ptr, ev[i].events);
-	return done;
-}
 
 /* Rings: deliver, move queued sends on, and arm the doorbell of a ring
  * that stays empty (the engine may be about to sleep). */
 static int poll_rings(struct mrail_drv *drv)
 {
-	struct mrail_drv_ep *ep, *next;
+	struct mrail_list *pos, *tmp;
 	int n = 0;
 
-	for (ep = drv->eps; ep; ep = next) {
-		next = ep->next;
-		if (ep->state != SHM_EP_CONNECTED)
+	dc_foreach_ep(pos, tmp, &drv->dc) {
+		struct mrail_drv_ep *ep = shm_ep(dc_ep_entry(pos));
+		if (ep->dc.state != DC_EP_CONNECTED)
 			continue;
 		int got = shm_rx(ep);
 		if (got) {
@@ -188,7 +187,7 @@ static int poll_rings(struct mrail_drv *drv)
 			   !shm_ring_arm(&ep->rx)) {
 			ep->empty_polls = 0; /* bytes came meanwhile */
 		}
-		if (ep->state == SHM_EP_CONNECTED && ep->sq_head)
+		if (ep->dc.state == DC_EP_CONNECTED && ep->dc.sq_head)
 			n += shm_flush(ep);
 	}
 	return n;
@@ -198,15 +197,17 @@ static int shm_progress(struct mrail_drv *drv)
 {
 	int n = 0;
 
-	drv->progress_depth++;
-	if (drv->attention)
-		n += shm_handle_attention(drv);
-	if (++drv->tick % SHM_EPOLL_EVERY == 0 || !drv->eps)
-		n += poll_events(drv);
+	if (!dc_progress_enter(&drv->dc))
+		return 0;
+	if (drv->dc.attention)
+		n += dc_attend(&drv->dc);
+	if (++drv->tick % SHM_EPOLL_EVERY == 0 ||
+	    mrail_list_empty(&drv->dc.eps))
+		n += dc_epoll_dispatch(&drv->dc);
 	n += poll_rings(drv);
-	n += shm_run_completions(drv);
-	if (--drv->progress_depth == 0)
-		shm_free_zombies(drv);
+	n += dc_run_completions(&drv->dc);
+	n += shm_rma_completions(drv);
+	dc_progress_leave(&drv->dc);
 	return n;
 }
 
@@ -218,13 +219,13 @@ const struct mrail_drv_ops mrail_shm_driver_ops = {
 	.query_caps = shm_query_caps,
 	.listen = shm_listen,
 	.connect = shm_connect,
-	.ep_set_ctx = shm_ep_set_ctx,
+	.ep_set_ctx = dc_op_ep_set_ctx,
 	.send = shm_send,
-	.ep_backlog = shm_ep_backlog,
+	.ep_backlog = dc_op_ep_backlog,
 	.progress = shm_progress,
 	.wait_fd = shm_wait_fd,
-	.ep_names = shm_ep_names,
-	.ep_close = shm_ep_close,
+	.ep_names = dc_op_ep_names,
+	.ep_close = dc_op_ep_close,
 	.list_rails = shm_list_rails,
 	.ep_query = shm_ep_query,
 	.rma = &shm_rma_ops,
@@ -238,25 +239,32 @@ static int shm_open(const struct mrail_drv_open_args *args,
 
 	if (!drv)
 		return MRAIL_ERR_NOMEM;
-	mrail_drv_base_init(&drv->base, &mrail_shm_driver_ops, args);
-	if ((rc = shm_params_parse(args->params, &drv->par))) {
-		free(drv);
-		return rc;
+	dc_drv_init(&drv->dc, &shm_hooks, &mrail_shm_driver_ops, args);
+	drv->wake = (struct shm_bell){{DC_OBJ_OTHER, -1}, NULL};
+	if ((rc = shm_params_parse(args->params, &drv->par)) ||
+	    (rc = dc_epoll_open(&drv->dc)))
+		goto fail;
+	drv->wake.poll.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (drv->wake.poll.fd < 0) {
+		mrail_error("shm: eventfd: %s", strerror(errno));
+		rc = MRAIL_ERR_IO;
+		goto fail;
 	}
-	drv->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (drv->epfd < 0) {
-		mrail_error("shm: epoll_create1: %s", strerror(errno));
-		free(drv);
-		return MRAIL_ERR_IO;
-	}
+	if ((rc = shm_bell_watch(drv, &drv->wake)))
+		goto fail;
 	drv->cma = shm_cma_usable(drv->par.cma);
 	if (drv->par.cma == 1 && !drv->cma) {
 		mrail_error("shm driver parameter cma=on, but cross-memory "
 			    "attach does not work here (see above)");
-		close(drv->epfd);
-		free(drv);
-		return MRAIL_ERR_CONFIG;
+		rc = MRAIL_ERR_CONFIG;
+		goto fail;
 	}
 	*out = drv;
 	return MRAIL_OK;
+fail:
+	dc_drv_fini(&drv->dc);
+	if (drv->wake.poll.fd >= 0)
+		close(drv->wake.poll.fd);
+	free(drv);
+	return rc;
 }

@@ -30,17 +30,6 @@
 
 static atomic_uint name_counter;
 
-static int watch(struct mrail_drv *drv, struct shm_pollable *p)
-{
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
-
-	if (epoll_ctl(drv->epfd, EPOLL_CTL_ADD, p->fd, &ev) < 0) {
-		mrail_error("shm: epoll_ctl: %s", strerror(errno));
-		return MRAIL_ERR_IO;
-	}
-	return 0;
-}
-
 static socklen_t sun_of(const char *name, size_t len, struct sockaddr_un *sa)
 {
 	memset(sa, 0, sizeof *sa);
@@ -49,51 +38,84 @@ static socklen_t sun_of(const char *name, size_t len, struct sockaddr_un *sa)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
 }
 
+/* ---- doorbells in the epoll set ---------------------------------------- */
+
+int shm_bell_watch(struct mrail_drv *drv, struct shm_bell *b)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = b};
+
+	b->poll.kind = DC_OBJ_OTHER;
+	if (epoll_ctl(drv->dc.epfd, EPOLL_CTL_ADD, b->poll.fd, &ev) < 0) {
+		mrail_error("shm: epoll_ctl for a doorbell: %s",
+			    strerror(errno));
+		return MRAIL_ERR_IO;
+	}
+	return 0;
+}
+
+/* Leave the epoll set explicitly: the peer holds a duplicate of our
+ * doorbell, which would keep it in the set after close. */
+void shm_bell_unwatch(struct mrail_drv *drv, struct shm_bell *b)
+{
+	if (b->poll.fd < 0)
+		return;
+	epoll_ctl(drv->dc.epfd, EPOLL_CTL_DEL, b->poll.fd, NULL);
+	close(b->poll.fd);
+	b->poll.fd = -1;
+}
+
+void shm_bell_events(struct dc_drv *drv, struct dc_pollable *obj,
+		     uint32_t events)
+{
+	uint64_t v;
+
+	(void)drv;
+	(void)events;
+	/* The rings are polled anyway: only drain. */
+	if (read(obj->fd, &v, sizeof v) < 0 && errno != EAGAIN)
+		mrail_debug("shm: doorbell read: %s", strerror(errno));
+}
+
 /* ---- listen ------------------------------------------------------------ */
 
 int shm_listen(struct mrail_drv *drv, const char *local, void *addr,
 	       size_t *addr_len, char *name, size_t name_len)
 {
-	struct shm_listener *l, **grown;
+	struct dc_listener *l;
 	struct sockaddr_un sa;
+	char sock[SHM_SOCK_NAME_MAX + 1];
 	size_t nlen;
 	int rc;
 
 	(void)local; /* one kind of address: this host */
-	l = calloc(1, sizeof *l);
-	grown = realloc(drv->listeners,
-			(size_t)(drv->nlisteners + 1) * sizeof *grown);
-	if (!l || !grown) {
-		free(l);
-		return MRAIL_ERR_NOMEM;
-	}
-	drv->listeners = grown;
 	/* Random part: processes of other pid namespaces may share our pid
 	 * and our network namespace (where abstract names live). */
 	uint32_t salt = 0;
 	if (getrandom(&salt, sizeof salt, GRND_NONBLOCK) != sizeof salt)
-		salt = (uint32_t)(uintptr_t)l ^ (uint32_t)getpid() << 16;
-	snprintf(l->name, sizeof l->name, "mrail-shm-%d-%u-%08x", (int)getpid(),
+		salt = (uint32_t)(uintptr_t)&salt ^ (uint32_t)getpid() << 16;
+	snprintf(sock, sizeof sock, "mrail-shm-%d-%u-%08x", (int)getpid(),
 		 atomic_fetch_add(&name_counter, 1), salt);
-	nlen = strlen(l->name);
+	nlen = strlen(sock);
 	if (*addr_len < SHM_BLOB_HDR_LEN + nlen) {
-		free(l);
+		*addr_len = SHM_BLOB_HDR_LEN + nlen;
 		return MRAIL_ERR_INVALID;
 	}
-	l->poll = (struct shm_pollable){SHM_OBJ_LISTENER, -1, l};
+	if (!(l = calloc(1, sizeof *l)))
+		return MRAIL_ERR_NOMEM;
+	snprintf(l->name, sizeof l->name, "@%s", sock);
 	l->poll.fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
 				     SOCK_CLOEXEC, 0);
 	if (l->poll.fd < 0 ||
-	    bind(l->poll.fd, (struct sockaddr *)&sa, sun_of(l->name, nlen, &sa)) ||
+	    bind(l->poll.fd, (struct sockaddr *)&sa, sun_of(sock, nlen, &sa)) ||
 	    listen(l->poll.fd, 4096)) {
-		mrail_error("shm: listening on @%s: %s", l->name,
+		mrail_error("shm: listening on %s: %s", l->name,
 			    strerror(errno));
 		if (l->poll.fd >= 0)
 			close(l->poll.fd);
 		free(l);
 		return MRAIL_ERR_IO;
 	}
-	if ((rc = watch(drv, &l->poll))) {
+	if ((rc = dc_listener_add(&drv->dc, l)) < 0) {
 		close(l->poll.fd);
 		free(l);
 		return rc;
@@ -102,23 +124,11 @@ int shm_listen(struct mrail_drv *drv, const char *local, void *addr,
 	memcpy(b, "MRSA", 4);
 	b[4] = SHM_BLOB_VERSION;
 	b[5] = (uint8_t)nlen;
-	memcpy(b + SHM_BLOB_HDR_LEN, l->name, nlen);
+	memcpy(b + SHM_BLOB_HDR_LEN, sock, nlen);
 	*addr_len = SHM_BLOB_HDR_LEN + nlen;
 	if (name && name_len)
-		snprintf(name, name_len, "shm:@%s", l->name);
-	drv->listeners[drv->nlisteners] = l;
-	return drv->nlisteners++;
-}
-
-void shm_close_listeners(struct mrail_drv *drv)
-{
-	for (int i = 0; i < drv->nlisteners; i++) {
-		close(drv->listeners[i]->poll.fd);
-		free(drv->listeners[i]);
-	}
-	free(drv->listeners);
-	drv->listeners = NULL;
-	drv->nlisteners = 0;
+		snprintf(name, name_len, "shm:%s", l->name);
+	return rc;
 }
 
 /* ---- socket messages with descriptors ---------------------------------- */
@@ -211,25 +221,34 @@ static void map_rings(struct mrail_drv_ep *ep, uint32_t ring)
 
 static int new_bell(struct mrail_drv_ep *ep)
 {
-	ep->bell.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (ep->bell.fd < 0) {
+	ep->bell.poll.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ep->bell.poll.fd < 0) {
 		mrail_error("shm: eventfd: %s", strerror(errno));
 		return MRAIL_ERR_IO;
 	}
-	return watch(ep->drv, &ep->bell);
+	return shm_bell_watch((struct mrail_drv *)ep->dc.drv, &ep->bell);
 }
 
-static void peer_names(struct mrail_drv_ep *ep, const char *lname)
+static void peer_pid_of(struct mrail_drv_ep *ep)
 {
 	struct ucred cr;
 	socklen_t len = sizeof cr;
 
-	if (getsockopt(ep->sock.fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0)
+	if (getsockopt(ep->dc.poll.fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0)
 		ep->peer_pid = cr.pid;
-	snprintf(ep->local_name, sizeof ep->local_name, "shm:pid %d",
-		 (int)getpid());
-	snprintf(ep->remote_name, sizeof ep->remote_name, "shm:pid %d%s%s",
-		 (int)ep->peer_pid, lname ? " @" : "", lname ? lname : "");
+}
+
+static struct mrail_drv_ep *ep_alloc(struct mrail_drv *drv, int fd,
+				     void *ctx)
+{
+	struct mrail_drv_ep *ep = calloc(1, sizeof *ep);
+
+	if (!ep)
+		return NULL;
+	ep->bell = (struct shm_bell){{DC_OBJ_OTHER, -1}, ep};
+	ep->peer_bell = -1;
+	dc_ep_add(&drv->dc, &ep->dc, fd, DC_EP_CONNECTING, ctx);
+	return ep;
 }
 
 /* ---- connect ----------------------------------------------------------- */
@@ -269,7 +288,7 @@ int shm_connect(struct mrail_drv *drv, const char *local, const void *addr,
 	const uint8_t *b = addr;
 	struct sockaddr_un sa;
 	char name[SHM_SOCK_NAME_MAX + 1];
-	int memfd = -1, rc;
+	int memfd = -1, rc, fd;
 
 	(void)local;
 	if (addr_len < SHM_BLOB_HDR_LEN || memcmp(b, "MRSA", 4) ||
@@ -284,91 +303,86 @@ int shm_connect(struct mrail_drv *drv, const char *local, const void *addr,
 	memcpy(name, b + SHM_BLOB_HDR_LEN, b[5]);
 	name[b[5]] = '\0';
 
-	struct mrail_drv_ep *ep = shm_ep_new(drv, SHM_EP_CONNECTING, ep_ctx);
-	if (!ep)
-		return MRAIL_ERR_NOMEM;
-	ep->connector = true;
-	ep->sock.fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
-				      SOCK_CLOEXEC, 0);
-	if (ep->sock.fd < 0) {
-		rc = MRAIL_ERR_IO;
-		goto fail;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		mrail_error("shm: socket: %s", strerror(errno));
+		return MRAIL_ERR_IO;
 	}
-	snprintf(ep->remote_name, sizeof ep->remote_name, "shm:@%s", name);
-	snprintf(ep->local_name, sizeof ep->local_name, "shm:pid %d",
+	struct mrail_drv_ep *ep = ep_alloc(drv, fd, ep_ctx);
+	if (!ep) {
+		close(fd);
+		return MRAIL_ERR_NOMEM;
+	}
+	ep->connector = true;
+	snprintf(ep->dc.remote_name, sizeof ep->dc.remote_name, "shm:@%s",
+		 name);
+	snprintf(ep->dc.local_name, sizeof ep->dc.local_name, "shm:pid %d",
 		 (int)getpid());
-	if (connect(ep->sock.fd, (struct sockaddr *)&sa,
+	*out = ep;
+	if (connect(fd, (struct sockaddr *)&sa,
 		    sun_of(name, strlen(name), &sa)) < 0) {
 		/* Reported from progress, like a refused TCP connect. */
-		ep->connect_err = errno;
-		shm_ep_need_attention(ep);
-		*out = ep;
+		ep->dc.connect_errno = errno;
+		dc_ep_need_attention(&ep->dc);
 		return MRAIL_OK;
 	}
-	peer_names(ep, name);
+	peer_pid_of(ep);
+	snprintf(ep->dc.remote_name, sizeof ep->dc.remote_name,
+		 "shm:pid %d @%s", (int)ep->peer_pid, name);
 	if ((rc = make_segment(ep, drv->par.ring, &memfd)) ||
-	    (rc = new_bell(ep)) || (rc = watch(drv, &ep->sock)))
-		goto fail;
-	int fds[2] = {memfd, ep->bell.fd};
-	int err = ctl_send(ep->sock.fd, SHM_HELLO_MAGIC, drv->par.ring,
+	    (rc = new_bell(ep))) {
+		if (memfd >= 0)
+			close(memfd);
+		dc_ep_close(&ep->dc);
+		*out = NULL;
+		return rc;
+	}
+	dc_ep_update_events(&ep->dc);
+	int fds[2] = {memfd, ep->bell.poll.fd};
+	int err = ctl_send(fd, SHM_HELLO_MAGIC, drv->par.ring,
 			   (uint32_t)ep->seg_len, fds, 2);
 	close(memfd);
-	memfd = -1;
 	if (err) {
-		ep->connect_err = -err;
-		shm_ep_need_attention(ep);
+		ep->dc.connect_errno = -err;
+		dc_ep_need_attention(&ep->dc);
 	}
-	*out = ep;
 	return MRAIL_OK;
-fail:
-	if (memfd >= 0)
-		close(memfd);
-	shm_ep_unmap(ep);
-	shm_ep_release(ep);
-	return rc;
 }
 
 /* ---- the set-up messages ----------------------------------------------- */
 
-static void accept_one(struct mrail_drv *drv, struct shm_listener *l)
+/* The engine hears of an accepted connection once its HELLO is in. */
+struct dc_ep *shm_ep_accept(struct dc_drv *dc, struct dc_listener *l, int fd)
 {
-	int fd = accept4(l->poll.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct mrail_drv_ep *ep = ep_alloc((struct mrail_drv *)dc, fd, NULL);
 
-	if (fd < 0) {
-		if (errno != EAGAIN && errno != EINTR)
-			mrail_warn("shm: accept on @%s: %s", l->name,
-				   strerror(errno));
-		return;
-	}
-	struct mrail_drv_ep *ep = shm_ep_new(drv, SHM_EP_ACCEPTING, NULL);
 	if (!ep) {
 		close(fd);
-		return;
+		return NULL;
 	}
-	ep->sock.fd = fd;
-	peer_names(ep, NULL);
-	snprintf(ep->local_name, sizeof ep->local_name, "shm:@%s", l->name);
-	if (watch(drv, &ep->sock)) {
-		shm_ep_unmap(ep);
-		shm_ep_release(ep);
-	}
+	ep->accepting = true;
+	peer_pid_of(ep);
+	snprintf(ep->dc.local_name, sizeof ep->dc.local_name, "shm:%.64s",
+		 l->name);
+	snprintf(ep->dc.remote_name, sizeof ep->dc.remote_name, "shm:pid %d",
+		 (int)ep->peer_pid);
+	dc_ep_update_events(&ep->dc);
+	return NULL; /* not yet: dc_ep_accepted after the HELLO */
 }
 
 /* Drop a connection the engine never saw. */
 static void drop_quietly(struct mrail_drv_ep *ep, const char *why)
 {
-	mrail_warn("shm: connection from %s dropped: %s", ep->remote_name, why);
-	shm_ep_unmap(ep);
-	ep->state = SHM_EP_CLOSED;
-	shm_ep_release(ep);
+	mrail_warn("shm: connection from %s dropped: %s", ep->dc.remote_name,
+		   why);
+	dc_ep_close(&ep->dc);
 }
 
 static void on_hello(struct mrail_drv_ep *ep)
 {
-	struct mrail_drv *drv = ep->drv;
 	uint8_t msg[SHM_CTL_LEN + 1];
 	int fds[2];
-	ssize_t n = ctl_recv(ep->sock.fd, msg, sizeof msg, fds, 2);
+	ssize_t n = ctl_recv(ep->dc.poll.fd, msg, sizeof msg, fds, 2);
 	char why[160];
 
 	if (n == -EAGAIN)
@@ -393,11 +407,10 @@ static void on_hello(struct mrail_drv_ep *ep)
 			 ring, len);
 		goto bad;
 	}
-	struct stat_len { off_t size; } st;
-	st.size = lseek(fds[0], 0, SEEK_END);
-	if (st.size < (off_t)len) {
+	off_t size = lseek(fds[0], 0, SEEK_END);
+	if (size < (off_t)len) {
 		snprintf(why, sizeof why, "its segment has %lld bytes, not %u",
-			 (long long)st.size, len);
+			 (long long)size, len);
 		goto bad;
 	}
 	ep->seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
@@ -422,18 +435,15 @@ static void on_hello(struct mrail_drv_ep *ep)
 		snprintf(why, sizeof why, "no doorbell");
 		goto bad;
 	}
-	int err = ctl_send(ep->sock.fd, SHM_WELCOME_MAGIC, 0, 0, &ep->bell.fd, 1);
+	int err = ctl_send(ep->dc.poll.fd, SHM_WELCOME_MAGIC, 0, 0,
+			   &ep->bell.poll.fd, 1);
 	if (err) {
 		snprintf(why, sizeof why, "sending WELCOME: %s", strerror(-err));
 		goto bad;
 	}
-	ep->state = SHM_EP_CONNECTED;
-	ep->ctx = drv->base.up->accepted(drv->base.engine_ctx, ep);
-	if (ep->state == SHM_EP_CONNECTED && !ep->ctx) {
-		shm_ep_unmap(ep);
-		ep->state = SHM_EP_CLOSED;
-		shm_ep_release(ep);
-	}
+	ep->accepting = false;
+	ep->dc.state = DC_EP_CONNECTED;
+	dc_ep_accepted(&ep->dc);
 	return;
 bad:
 	for (int i = 0; i < 2; i++)
@@ -446,13 +456,12 @@ static void on_welcome(struct mrail_drv_ep *ep)
 {
 	uint8_t msg[SHM_CTL_LEN + 1];
 	int fd;
-	ssize_t n = ctl_recv(ep->sock.fd, msg, sizeof msg, &fd, 1);
+	ssize_t n = ctl_recv(ep->dc.poll.fd, msg, sizeof msg, &fd, 1);
 
 	if (n == -EAGAIN)
 		return;
 	if (n == 0 || n == -ECONNRESET) {
-		ep->state = SHM_EP_FAILED;
-		ep->drv->base.up->connected(ep->ctx, MRAIL_ERR_PEER);
+		dc_ep_connect_failed(&ep->dc, ECONNRESET);
 		return;
 	}
 	if (n != SHM_CTL_LEN || shm_get_le32(msg) != SHM_WELCOME_MAGIC ||
@@ -460,15 +469,14 @@ static void on_welcome(struct mrail_drv_ep *ep)
 		if (fd >= 0)
 			close(fd);
 		mrail_warn("shm: malformed WELCOME from %s (%zd bytes)",
-			   ep->remote_name, n);
-		ep->state = SHM_EP_FAILED;
-		ep->drv->base.up->connected(ep->ctx, MRAIL_ERR_PROTO);
+			   ep->dc.remote_name, n);
+		dc_ep_connect_failed(&ep->dc, EPROTO);
 		return;
 	}
 	ep->peer_bell = fd;
-	ep->state = SHM_EP_CONNECTED;
-	ep->drv->base.up->connected(ep->ctx, 0);
-	if (ep->state == SHM_EP_CONNECTED && ep->sq_head)
+	ep->dc.state = DC_EP_CONNECTED;
+	ep->dc.drv->base.up->connected(ep->dc.ctx, 0);
+	if (ep->dc.state == DC_EP_CONNECTED && ep->dc.sq_head)
 		shm_flush(ep);
 }
 
@@ -477,7 +485,7 @@ static void on_sock_connected(struct mrail_drv_ep *ep, uint32_t events)
 {
 	uint8_t b[SHM_CTL_LEN];
 	int fd;
-	ssize_t n = (events & EPOLLIN) ? ctl_recv(ep->sock.fd, b, sizeof b,
+	ssize_t n = (events & EPOLLIN) ? ctl_recv(ep->dc.poll.fd, b, sizeof b,
 						  &fd, 1) : 0;
 
 	if (n == -EAGAIN && !(events & (EPOLLHUP | EPOLLERR)))
@@ -485,124 +493,62 @@ static void on_sock_connected(struct mrail_drv_ep *ep, uint32_t events)
 	if (n > 0) {
 		if (fd >= 0)
 			close(fd);
-		shm_ep_fail(ep, MRAIL_ERR_PROTO, "shm: %s sent %zd bytes on "
-			    "its set-up socket after set-up", ep->remote_name,
-			    n);
+		dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false, "%s sent %zd "
+			   "bytes on its set-up socket after set-up",
+			   ep->dc.remote_name, n);
 		return;
 	}
 	/* What the peer put in the ring before it went is still data. */
 	shm_rx(ep);
-	shm_ep_fail(ep, MRAIL_ERR_PEER, "shm: peer %s closed the connection "
-		    "or died", ep->remote_name);
+	dc_ep_fail(&ep->dc, MRAIL_ERR_PEER, false, "peer %s closed the "
+		   "connection or died", ep->dc.remote_name);
 }
 
-int shm_handle_event(struct mrail_drv *drv, struct shm_pollable *p,
-		     uint32_t events)
+void shm_ep_events(struct dc_ep *dc, uint32_t events)
 {
-	struct mrail_drv_ep *ep = p->obj;
+	struct mrail_drv_ep *ep = shm_ep(dc);
 
-	switch (p->kind) {
-	case SHM_OBJ_LISTENER:
-		accept_one(drv, p->obj);
-		return 1;
-	case SHM_OBJ_BELL: {
-		uint64_t v;
-		if (read(p->fd, &v, sizeof v) < 0 && errno != EAGAIN)
-			mrail_debug("shm: doorbell read: %s", strerror(errno));
-		return 0; /* the rings are polled anyway */
-	}
-	case SHM_OBJ_SOCK:
-		break;
-	}
-	switch (ep->state) {
-	case SHM_EP_ACCEPTING:
-		on_hello(ep);
-		return 1;
-	case SHM_EP_CONNECTING:
-		on_welcome(ep);
-		return 1;
-	case SHM_EP_CONNECTED:
+	if (dc->state == DC_EP_CONNECTING)
+		ep->accepting ? on_hello(ep) : on_welcome(ep);
+	else if (dc->state == DC_EP_CONNECTED)
 		on_sock_connected(ep, events);
-		return 1;
-	default:
-		return 0;
-	}
 }
 
-int shm_handle_attention(struct mrail_drv *drv)
+uint32_t shm_ep_wanted_events(const struct dc_ep *dc)
 {
-	int n = 0;
+	return dc->state == DC_EP_CONNECTING || dc->state == DC_EP_CONNECTED
+	       ? EPOLLIN : 0;
+}
 
-	while (drv->attention) {
-		struct mrail_drv_ep *ep = drv->attention;
-		drv->attention = ep->attention_next;
-		ep->attention_next = NULL;
-		ep->needs_attention = false;
-		if (ep->state != SHM_EP_CONNECTING || !ep->connect_err)
-			continue;
-		mrail_info("shm: connecting to %s: %s", ep->remote_name,
-			   strerror(ep->connect_err));
-		ep->state = SHM_EP_FAILED;
-		drv->base.up->connected(ep->ctx, MRAIL_ERR_PEER);
-		n++;
-	}
-	return n;
+void shm_ep_attend(struct dc_ep *dc)
+{
+	if (dc->state == DC_EP_CONNECTING && dc->connect_errno)
+		dc_ep_connect_failed(dc, dc->connect_errno);
 }
 
 /* ---- failure and close ------------------------------------------------- */
 
-void shm_ep_fail(struct mrail_drv_ep *ep, int status, const char *fmt, ...)
+/* The peer must see the failure too. */
+void shm_ep_stop(struct dc_ep *dc)
 {
-	char why[256];
-	va_list ap;
-
-	if (ep->state != SHM_EP_CONNECTED)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof why, fmt, ap);
-	va_end(ap);
-	if (status == MRAIL_ERR_PROTO)
-		mrail_warn("%s", why);
-	else
-		mrail_info("%s", why);
-	ep->state = SHM_EP_FAILED;
-	/* The peer must see the failure too. */
-	shutdown(ep->sock.fd, SHUT_RDWR);
-	if (ep->sock.fd >= 0)
-		epoll_ctl(ep->drv->epfd, EPOLL_CTL_DEL, ep->sock.fd, NULL);
-	shm_report_done_of(ep);
-	if (ep->state == SHM_EP_CLOSED)
-		return;
-	ep->drv->base.up->ep_error(ep->ctx, status, why);
-	if (ep->state == SHM_EP_CLOSED)
-		return;
-	shm_sendq_fail(ep, status);
+	if (dc->poll.fd >= 0)
+		shutdown(dc->poll.fd, SHUT_RDWR);
 }
 
-void shm_ep_unmap(struct mrail_drv_ep *ep)
+void shm_ep_closing(struct dc_ep *dc)
 {
-	/* Leave the epoll set explicitly: the peer holds a duplicate of
-	 * our doorbell, which would keep it in the set after close. */
-	if (ep->sock.fd >= 0) {
-		epoll_ctl(ep->drv->epfd, EPOLL_CTL_DEL, ep->sock.fd, NULL);
-		close(ep->sock.fd);
-	}
-	if (ep->bell.fd >= 0) {
-		epoll_ctl(ep->drv->epfd, EPOLL_CTL_DEL, ep->bell.fd, NULL);
-		close(ep->bell.fd);
-	}
+	shm_bell_unwatch((struct mrail_drv *)dc->drv, &shm_ep(dc)->bell);
+}
+
+void shm_ep_free(struct dc_ep *dc)
+{
+	struct mrail_drv_ep *ep = shm_ep(dc);
+
+	shm_bell_unwatch((struct mrail_drv *)dc->drv, &ep->bell);
 	if (ep->peer_bell >= 0)
 		close(ep->peer_bell);
-	ep->sock.fd = ep->bell.fd = ep->peer_bell = -1;
 	if (ep->seg)
 		munmap(ep->seg, ep->seg_len);
-	ep->seg = NULL;
-}
-
-void shm_ep_close(struct mrail_drv_ep *ep)
-{
-	shm_drop_of(ep);
-	shm_ep_unmap(ep);
-	ep->state = SHM_EP_CLOSED;
-	shm_ep_release(ep);
+	free(ep->head_buf);
+	free(ep);
 }

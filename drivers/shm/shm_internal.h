@@ -2,13 +2,16 @@
  * Shared-memory driver internals, shared by shm.c (instance, rails,
  * progress), shm_conn.c (listeners, connection set-up over a Unix socket,
  * teardown), shm_ring.c (the single-producer/single-consumer byte rings),
- * shm_eps.c (endpoint registry, deferred freeing), shm_sendq.c (send
- * records, completion list), shm_recv.c (frame parser) and shm_rma.c
- * (cross-memory attach get/put). docs/driver-shm.md is the reference.
+ * shm_send.c (frames into the ring), shm_recv.c (frame parser) and
+ * shm_rma.c (cross-memory attach get/put). The endpoint registry, send
+ * records and completion list are drivers/common's (dc.h).
+ * docs/driver-shm.md is the reference.
  */
 #ifndef MRAIL_DRIVERS_SHM_INTERNAL_H
 #define MRAIL_DRIVERS_SHM_INTERNAL_H
 
+#include "drivers/common/dc.h"
+#include "drivers/common/dc_le.h"
 #include "drivers/driver.h"
 
 #include <stdatomic.h>
@@ -21,8 +24,9 @@
 /* ---- wire and segment formats (docs/driver-shm.md) --------------------- */
 
 /* Frame header on a ring: u32 magic ('M' 'R' 'S' <version>, little
- * endian), u32 head_len, u64 body_len; then the head and the body, each
- * padded to 8 bytes, so every header and head starts 8-aligned. */
+ * endian), u32 head_len, u64 body_len; then the head and the body. Every
+ * frame starts at an 8-aligned ring position (zero bytes before it), so
+ * every head handed up in place is 8-aligned too. */
 #define SHM_FRAME_MAGIC 0x0053524dU
 #define SHM_FRAME_MAGIC_MASK 0x00ffffffU
 #define SHM_FRAME_VERSION 1u
@@ -68,28 +72,10 @@
 #define SHM_EPOLL_EVERY 64
 #define SHM_EPOLL_BATCH 64
 
-static inline void shm_put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static inline void shm_put_le64(uint8_t *p, uint64_t v)
-{
-	shm_put_le32(p, (uint32_t)v);
-	shm_put_le32(p + 4, (uint32_t)(v >> 32));
-}
-
-static inline uint32_t shm_get_le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-static inline uint64_t shm_get_le64(const uint8_t *p)
-{
-	return (uint64_t)shm_get_le32(p) | (uint64_t)shm_get_le32(p + 4) << 32;
-}
+#define shm_put_le32 dc_put_le32
+#define shm_put_le64 dc_put_le64
+#define shm_get_le32 dc_get_le32
+#define shm_get_le64 dc_get_le64
 
 static inline uint64_t shm_pad8(uint64_t n)
 {
@@ -154,66 +140,32 @@ bool shm_ring_space_wanted(struct shm_ring *r);
 
 /* ---- objects ----------------------------------------------------------- */
 
-enum shm_obj_kind { SHM_OBJ_LISTENER, SHM_OBJ_SOCK, SHM_OBJ_BELL };
-
-/* What an epoll event points at. */
-struct shm_pollable {
-	enum shm_obj_kind kind;
-	int fd;
-	void *obj;
-};
-
-struct shm_listener {
-	struct shm_pollable poll;
-	char name[SHM_SOCK_NAME_MAX + 1];
-};
-
-/* One posted frame: iov[0] header, iov[1] head, iov[2] head padding,
- * then the body, then the body padding. */
-struct shm_send {
-	struct shm_send *next;
-	void *send_ctx;
-	uint64_t left;  /* bytes not yet in the ring */
-	int iov_cnt, iov_idx;
-	size_t iov_off;
-	uint8_t hdr[SHM_FRAME_HDR_LEN];
-	struct iovec iov[];
-};
-
-/* A finished send or get/put waiting for its upcall (progress only). */
-enum shm_done_kind { SHM_DONE_SEND, SHM_DONE_RMA };
-struct shm_done {
-	struct shm_done *next;
+/* An eventfd in the epoll set besides the endpoints' sockets: a
+ * connection's doorbell, or the driver's own wake-up (ep NULL). */
+struct shm_bell {
+	struct dc_pollable poll; /* kind DC_OBJ_OTHER */
 	struct mrail_drv_ep *ep;
-	enum shm_done_kind kind;
+};
+
+/* A get or put that ran, waiting for its rma_done (progress only). */
+struct shm_rma_done {
+	struct shm_rma_done *next;
+	struct mrail_drv_ep *ep;
 	void *ctx;
 	int status;
 };
 
-enum shm_ep_state {
-	SHM_EP_ACCEPTING,  /* accepted socket, waiting for HELLO */
-	SHM_EP_CONNECTING, /* sent HELLO, waiting for WELCOME */
-	SHM_EP_CONNECTED,
-	SHM_EP_FAILED,
-	SHM_EP_CLOSED,
-};
-
 enum shm_rx_state { SHM_RX_HDR, SHM_RX_HEAD, SHM_RX_BODY };
 
+/* drivers/common's endpoint (first: its socket is the set-up socket,
+ * then the peer's liveness) and the shm parts. */
 struct mrail_drv_ep {
-	struct mrail_drv *drv;
-	void *ctx;
-	enum shm_ep_state state;
-	struct mrail_drv_ep *prev, *next; /* drv->eps, or drv->zombies */
-	bool needs_attention;
-	struct mrail_drv_ep *attention_next;
-	bool in_rx;       /* the parser is running (no re-entry) */
+	struct dc_ep dc;
+	bool accepting;   /* accepted socket, waiting for HELLO */
 	bool connector;   /* we sent HELLO (our tx is ring 0) */
-	int connect_err;  /* connect failed early: report from progress */
-
-	struct shm_pollable sock;  /* set-up, and the peer's liveness */
-	struct shm_pollable bell;  /* our doorbell (eventfd), -1 before */
-	int peer_bell;             /* the peer's doorbell, -1 before */
+	bool in_rx;       /* the parser is running (no re-entry) */
+	struct shm_bell bell;  /* our doorbell, fd -1 before */
+	int peer_bell;         /* the peer's doorbell, -1 before */
 	pid_t peer_pid;
 
 	void *seg;
@@ -231,13 +183,6 @@ struct mrail_drv_ep {
 	struct iovec rx_dst[SHM_MAX_BODY_IOV];
 	int rx_dst_cnt, rx_dst_idx;
 	size_t rx_dst_off;
-
-	/* send queue */
-	struct shm_send *sq_head, *sq_tail;
-	uint64_t backlog;
-
-	char local_name[SHM_NAME_LEN];
-	char remote_name[SHM_NAME_LEN];
 };
 
 struct shm_params {
@@ -246,68 +191,48 @@ struct shm_params {
 };
 
 struct mrail_drv {
-	struct mrail_drv_base base;
+	struct dc_drv dc;
 	struct shm_params par;
-	int epfd;
 	bool cma; /* process_vm_readv/writev work here: get/put offered */
-	struct shm_listener **listeners;
-	int nlisteners;
-
-	struct mrail_drv_ep *eps, *zombies, *attention;
-	int progress_depth;
+	struct shm_bell wake; /* work flagged outside progress */
 	unsigned tick;
-
-	struct shm_done *done_head, *done_tail, *done_free;
-	struct shm_send *send_free; /* records of the common size, reused */
+	struct shm_rma_done *rma_head, *rma_tail, *rma_free;
 };
+
+static inline struct mrail_drv_ep *shm_ep(struct dc_ep *dc)
+{
+	return (struct mrail_drv_ep *)dc;
+}
 
 /* ---- shm.c ------------------------------------------------------------- */
 int shm_params_parse(const char *s, struct shm_params *p);
-
-/* ---- shm_eps.c: endpoint registry (docs/driver-shm.md, lifetime) ------- */
-struct mrail_drv_ep *shm_ep_new(struct mrail_drv *drv, enum shm_ep_state st,
-				void *ctx);
-/* Unlink and free now, or park on the zombie list inside progress. */
-void shm_ep_release(struct mrail_drv_ep *ep);
-void shm_ep_need_attention(struct mrail_drv_ep *ep);
-void shm_free_zombies(struct mrail_drv *drv);
+extern const struct dc_hooks shm_hooks;
 
 /* ---- shm_conn.c -------------------------------------------------------- */
 int shm_listen(struct mrail_drv *drv, const char *local, void *addr,
 	       size_t *addr_len, char *name, size_t name_len);
 int shm_connect(struct mrail_drv *drv, const char *local, const void *addr,
 		size_t addr_len, void *ep_ctx, struct mrail_drv_ep **out);
-void shm_ep_close(struct mrail_drv_ep *ep);
-void shm_close_listeners(struct mrail_drv *drv);
-/* An epoll event on a listener, set-up socket or doorbell. */
-int shm_handle_event(struct mrail_drv *drv, struct shm_pollable *p,
+/* dc hooks */
+struct dc_ep *shm_ep_accept(struct dc_drv *drv, struct dc_listener *l, int fd);
+void shm_ep_events(struct dc_ep *ep, uint32_t events);
+uint32_t shm_ep_wanted_events(const struct dc_ep *ep);
+void shm_ep_attend(struct dc_ep *ep);
+void shm_ep_closing(struct dc_ep *ep);
+void shm_ep_stop(struct dc_ep *ep);
+void shm_ep_free(struct dc_ep *ep);
+void shm_bell_events(struct dc_drv *drv, struct dc_pollable *obj,
 		     uint32_t events);
-/* Connect failures noted outside progress. */
-int shm_handle_attention(struct mrail_drv *drv);
-/* Report a broken connection (progress only). */
-void shm_ep_fail(struct mrail_drv_ep *ep, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-/* Release fds and the mapping (after close or failure). */
-void shm_ep_unmap(struct mrail_drv_ep *ep);
+int shm_bell_watch(struct mrail_drv *drv, struct shm_bell *b);
+void shm_bell_unwatch(struct mrail_drv *drv, struct shm_bell *b);
 
-/* ---- shm_sendq.c ------------------------------------------------------- */
+/* ---- shm_send.c -------------------------------------------------------- */
 int shm_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	     const struct iovec *body, int body_cnt, void *send_ctx);
-uint64_t shm_ep_backlog(struct mrail_drv_ep *ep);
 /* Move queued bytes into the ring; returns frames that left. */
 int shm_flush(struct mrail_drv_ep *ep);
 /* Write the peer's doorbell. */
 void shm_ring_bell(struct mrail_drv_ep *ep);
-int shm_done_add(struct mrail_drv *drv, struct mrail_drv_ep *ep,
-		 enum shm_done_kind kind, void *ctx, int status);
-int shm_run_completions(struct mrail_drv *drv);
-/* Successful completions of ep reported now (before its ep_error). */
-void shm_report_done_of(struct mrail_drv_ep *ep);
-/* Forget ep's completions and queued sends without upcalls (close). */
-void shm_drop_of(struct mrail_drv_ep *ep);
-/* Queued sends of ep complete with status (after its ep_error). */
-void shm_sendq_fail(struct mrail_drv_ep *ep, int status);
-void shm_sendq_fini(struct mrail_drv *drv);
 
 /* ---- shm_recv.c -------------------------------------------------------- */
 /* Deliver what the ring holds; returns frames delivered. */
@@ -317,5 +242,10 @@ int shm_rx(struct mrail_drv_ep *ep);
 extern const struct mrail_drv_rma_ops shm_rma_ops;
 /* May we read and write peers' memory? Decided once at open. */
 bool shm_cma_usable(int want);
+int shm_rma_completions(struct mrail_drv *drv);
+/* dc hooks: ep's finished operations fail (after ep_error) or vanish. */
+void shm_rma_fail_of(struct dc_ep *ep, int status);
+void shm_rma_drop_of(struct dc_ep *ep);
+void shm_rma_fini(struct mrail_drv *drv);
 
 #endif

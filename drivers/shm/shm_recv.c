@@ -20,23 +20,23 @@ static bool parse_hdr(struct mrail_drv_ep *ep)
 	shm_ring_copy_out(&ep->rx, 0, h, sizeof h);
 	magic = shm_get_le32(h);
 	if ((magic & SHM_FRAME_MAGIC_MASK) != SHM_FRAME_MAGIC) {
-		shm_ep_fail(ep, MRAIL_ERR_PROTO, "shm: malformed ring entry "
-			    "from %s: bad frame magic 0x%08x", ep->remote_name,
+		dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false, "malformed ring entry "
+			    "from %s: bad frame magic 0x%08x", ep->dc.remote_name,
 			    magic);
 		return false;
 	}
 	if (magic >> 24 != SHM_FRAME_VERSION) {
-		shm_ep_fail(ep, MRAIL_ERR_PROTO, "shm: ring entry from %s has "
-			    "frame version %u, we speak %u", ep->remote_name,
+		dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false, "ring entry from %s has "
+			    "frame version %u, we speak %u", ep->dc.remote_name,
 			    magic >> 24, SHM_FRAME_VERSION);
 		return false;
 	}
 	ep->rx_head_len = shm_get_le32(h + 4);
 	ep->rx_body_len = shm_get_le64(h + 8);
 	if (ep->rx_head_len > SHM_MAX_HEAD || ep->rx_body_len > SHM_MAX_BODY) {
-		shm_ep_fail(ep, MRAIL_ERR_PROTO, "shm: malformed ring entry "
+		dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false, "malformed ring entry "
 			    "from %s: head of %u bytes (at most %zu), body of "
-			    "%llu (at most %llu)", ep->remote_name,
+			    "%llu (at most %llu)", ep->dc.remote_name,
 			    ep->rx_head_len, SHM_MAX_HEAD,
 			    (unsigned long long)ep->rx_body_len,
 			    (unsigned long long)SHM_MAX_BODY);
@@ -49,24 +49,24 @@ static bool parse_hdr(struct mrail_drv_ep *ep)
  * ended meanwhile. */
 static bool deliver_head(struct mrail_drv_ep *ep, const uint8_t *head)
 {
-	const struct mrail_drv_upcalls *up = ep->drv->base.up;
+	const struct mrail_drv_upcalls *up = ep->dc.drv->base.up;
 
 	if (ep->rx_body_len == 0) {
-		up->recv_frame(ep->ctx, head, ep->rx_head_len);
+		up->recv_frame(ep->dc.ctx, head, ep->rx_head_len);
 		ep->rx_state = SHM_RX_HDR;
-		return ep->state == SHM_EP_CONNECTED;
+		return ep->dc.state == DC_EP_CONNECTED;
 	}
 	ep->rx_dst_cnt = SHM_MAX_BODY_IOV;
-	ep->rx_cookie = up->recv_body(ep->ctx, head, ep->rx_head_len,
+	ep->rx_cookie = up->recv_body(ep->dc.ctx, head, ep->rx_head_len,
 				      ep->rx_body_len, ep->rx_dst,
 				      &ep->rx_dst_cnt);
-	if (ep->state != SHM_EP_CONNECTED)
+	if (ep->dc.state != DC_EP_CONNECTED)
 		return false;
 	if (!ep->rx_cookie) {
-		shm_ep_fail(ep, MRAIL_ERR_PROTO, "shm: engine rejected a "
+		dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false, "engine rejected a "
 			    "frame body of %llu bytes from %s",
 			    (unsigned long long)ep->rx_body_len,
-			    ep->remote_name);
+			    ep->dc.remote_name);
 		return false;
 	}
 	ep->rx_state = SHM_RX_BODY;
@@ -122,30 +122,37 @@ static int rx_loop(struct mrail_drv_ep *ep)
 {
 	int frames = 0;
 
-	while (ep->state == SHM_EP_CONNECTED) {
+	while (ep->dc.state == DC_EP_CONNECTED) {
 		uint64_t avail = shm_ring_avail(&ep->rx);
 		if (avail == UINT64_MAX) {
-			shm_ep_fail(ep, MRAIL_ERR_PROTO, "shm: ring from %s is "
+			dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false, "ring from %s is "
 				    "corrupt (its tail is outside the ring)",
-				    ep->remote_name);
+				    ep->dc.remote_name);
 			break;
 		}
 		if (avail == 0)
 			break;
 		if (ep->rx_state == SHM_RX_HDR) {
+			/* Frames start 8-aligned: skip the zeros before. */
+			uint64_t pad = (-ep->rx.pos) & 7;
+			if (pad) {
+				if (avail < pad)
+					break;
+				shm_ring_consume(&ep->rx, pad);
+				continue;
+			}
 			if (avail < SHM_FRAME_HDR_LEN)
 				break;
 			if (!parse_hdr(ep))
 				break;
-			uint64_t hl = shm_pad8(ep->rx_head_len), contig;
+			uint64_t hl = ep->rx_head_len, contig;
 			const uint8_t *p = shm_ring_peek(&ep->rx,
 							 SHM_FRAME_HDR_LEN,
 							 &contig);
-			if (avail >= SHM_FRAME_HDR_LEN + hl &&
-			    contig >= ep->rx_head_len) {
+			if (avail >= SHM_FRAME_HDR_LEN + hl && contig >= hl) {
 				/* In place: released after the upcall. */
 				bool ok = deliver_head(ep, p);
-				if (ep->state == SHM_EP_CLOSED)
+				if (ep->dc.state == DC_EP_CLOSED)
 					break;
 				shm_ring_consume(&ep->rx, SHM_FRAME_HDR_LEN + hl);
 				if (ep->rx_body_len == 0)
@@ -155,8 +162,9 @@ static int rx_loop(struct mrail_drv_ep *ep)
 				continue;
 			}
 			if (!head_room(ep, ep->rx_head_len)) {
-				shm_ep_fail(ep, MRAIL_ERR_NOMEM, "shm: no memory "
-					    "for a %u-byte head", ep->rx_head_len);
+				dc_ep_fail(&ep->dc, MRAIL_ERR_NOMEM, false,
+					   "no memory for a %u-byte head",
+					   ep->rx_head_len);
 				break;
 			}
 			shm_ring_consume(&ep->rx, SHM_FRAME_HDR_LEN);
@@ -165,19 +173,14 @@ static int rx_loop(struct mrail_drv_ep *ep)
 			continue;
 		}
 		if (ep->rx_state == SHM_RX_HEAD) {
-			uint64_t hl = shm_pad8(ep->rx_head_len);
-			uint64_t n = hl - ep->rx_got;
+			uint64_t n = ep->rx_head_len - ep->rx_got;
 			if (n > avail)
 				n = avail;
-			uint64_t copy = n;
-			if (ep->rx_got + copy > ep->rx_head_len)
-				copy = ep->rx_got < ep->rx_head_len
-				       ? ep->rx_head_len - ep->rx_got : 0;
 			shm_ring_copy_out(&ep->rx, 0, ep->head_buf + ep->rx_got,
-					  copy);
+					  n);
 			shm_ring_consume(&ep->rx, n);
 			ep->rx_got += n;
-			if (ep->rx_got < hl)
+			if (ep->rx_got < ep->rx_head_len)
 				continue;
 			bool body = ep->rx_body_len > 0;
 			if (!deliver_head(ep, ep->head_buf))
@@ -187,29 +190,21 @@ static int rx_loop(struct mrail_drv_ep *ep)
 			continue;
 		}
 		/* SHM_RX_BODY */
-		uint64_t bl = shm_pad8(ep->rx_body_len);
-		if (ep->rx_got < ep->rx_body_len) {
-			uint64_t n = body_step(ep, avail);
-			if (n == 0) {
-				shm_ep_fail(ep, MRAIL_ERR_PROTO, "shm: the "
-					    "engine's buffers for a body from "
-					    "%s hold fewer than its %llu bytes",
-					    ep->remote_name, (unsigned long long)
-					    ep->rx_body_len);
-				break;
-			}
-			shm_ring_consume(&ep->rx, n);
-			ep->rx_got += n;
-			if (ep->rx_got < ep->rx_body_len)
-				continue;
-			avail -= n;
+		uint64_t n = body_step(ep, avail);
+		if (n == 0) {
+			dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false,
+				   "the engine's buffers for a body from %s "
+				   "hold fewer than its %llu bytes",
+				   ep->dc.remote_name,
+				   (unsigned long long)ep->rx_body_len);
+			break;
 		}
-		uint64_t pad = bl - ep->rx_body_len;
-		if (avail < pad)
+		shm_ring_consume(&ep->rx, n);
+		ep->rx_got += n;
+		if (ep->rx_got < ep->rx_body_len)
 			continue;
-		shm_ring_consume(&ep->rx, pad);
 		ep->rx_state = SHM_RX_HDR;
-		ep->drv->base.up->recv_body_done(ep->ctx, ep->rx_cookie);
+		ep->dc.drv->base.up->recv_body_done(ep->dc.ctx, ep->rx_cookie);
 		frames++;
 	}
 	return frames;
@@ -227,7 +222,7 @@ int shm_rx(struct mrail_drv_ep *ep)
 	ep->in_rx = false;
 	/* Freed space a waiting producer asked to hear of. */
 	if (ep->rx.pos != before && ep->peer_bell >= 0 &&
-	    ep->state != SHM_EP_CLOSED && shm_ring_space_wanted(&ep->rx))
+	    ep->dc.state != DC_EP_CLOSED && shm_ring_space_wanted(&ep->rx))
 		shm_ring_bell(ep);
 	return frames;
 }

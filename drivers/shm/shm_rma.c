@@ -120,11 +120,109 @@ static const char *check_rkey(const void *rkey, size_t rkey_len,
 	return NULL;
 }
 
+/* ---- completions (rma_done from progress only) -------------------------- */
+
+static int done_add(struct mrail_drv *drv, struct mrail_drv_ep *ep, void *ctx,
+		    int status)
+{
+	struct shm_rma_done *d = drv->rma_free;
+
+	if (d)
+		drv->rma_free = d->next;
+	else if (!(d = malloc(sizeof *d)))
+		return MRAIL_ERR_NOMEM;
+	*d = (struct shm_rma_done){NULL, ep, ctx, status};
+	if (drv->rma_tail)
+		drv->rma_tail->next = d;
+	else
+		drv->rma_head = d;
+	drv->rma_tail = d;
+	return 0;
+}
+
+/* Take ep's entries (all if NULL) off the list, in order. */
+static struct shm_rma_done *take(struct mrail_drv *drv, struct mrail_drv_ep *ep)
+{
+	struct shm_rma_done *out = NULL, **tail = &out, **pp = &drv->rma_head;
+
+	drv->rma_tail = NULL;
+	while (*pp) {
+		struct shm_rma_done *d = *pp;
+		if (!ep || d->ep == ep) {
+			*pp = d->next;
+			d->next = NULL;
+			*tail = d;
+			tail = &d->next;
+		} else {
+			drv->rma_tail = d;
+			pp = &d->next;
+		}
+	}
+	return out;
+}
+
+/* Report (status < 1: with that status instead of their own) or drop. */
+static int finish(struct mrail_drv *drv, struct shm_rma_done *d, bool report,
+		  int status)
+{
+	int n = 0;
+
+	while (d) {
+		struct shm_rma_done *next = d->next;
+		struct mrail_drv_ep *ep = d->ep;
+		if (report && ep->dc.state != DC_EP_CLOSED) {
+			drv->dc.base.up->rma_done(ep->dc.ctx, d->ctx,
+						  status ? status : d->status);
+			n++;
+		}
+		d->next = drv->rma_free;
+		drv->rma_free = d;
+		d = next;
+	}
+	return n;
+}
+
+int shm_rma_completions(struct mrail_drv *drv)
+{
+	return drv->rma_head ? finish(drv, take(drv, NULL), true, 0) : 0;
+}
+
+/* After ep_error only errors may be reported: the bytes did move, but
+ * the engine has written the connection off. */
+void shm_rma_fail_of(struct dc_ep *ep, int status)
+{
+	struct mrail_drv *drv = (struct mrail_drv *)ep->drv;
+	finish(drv, take(drv, shm_ep(ep)), true, status);
+}
+
+void shm_rma_drop_of(struct dc_ep *ep)
+{
+	struct mrail_drv *drv = (struct mrail_drv *)ep->drv;
+	finish(drv, take(drv, shm_ep(ep)), false, 0);
+}
+
+void shm_rma_fini(struct mrail_drv *drv)
+{
+	struct shm_rma_done *d = take(drv, NULL);
+
+	while (d) {
+		struct shm_rma_done *next = d->next;
+		free(d);
+		d = next;
+	}
+	while ((d = drv->rma_free)) {
+		drv->rma_free = d->next;
+		free(d);
+	}
+}
+
+/* ---- get and put ------------------------------------------------------- */
+
 static int rma(struct mrail_drv_ep *ep, bool write, void *laddr, size_t len,
 	       struct mrail_drv_mr *lmr, uint64_t raddr, const void *rkey,
 	       size_t rkey_len, void *op_ctx)
 {
-	struct mrail_drv *drv = ep->drv;
+	struct mrail_drv *drv = (struct mrail_drv *)ep->dc.drv;
 	const char *bad = check_rkey(rkey, rkey_len, raddr, len);
 	int status = 0;
 
@@ -135,10 +233,10 @@ static int rma(struct mrail_drv_ep *ep, bool write, void *laddr, size_t len,
 		return MRAIL_ERR_INVALID;
 	if (bad) {
 		mrail_warn("shm: %s to %s refused: %s", write ? "put" : "get",
-			   ep->remote_name, bad);
+			   ep->dc.remote_name, bad);
 		return MRAIL_ERR_INVALID;
 	}
-	if (ep->state == SHM_EP_FAILED || ep->state == SHM_EP_CLOSED ||
+	if (ep->dc.state == DC_EP_FAILED || ep->dc.state == DC_EP_CLOSED ||
 	    !ep->peer_pid)
 		status = MRAIL_ERR_PEER;
 	size_t done = 0;
@@ -158,10 +256,10 @@ static int rma(struct mrail_drv_ep *ep, bool write, void *laddr, size_t len,
 		status = err == ESRCH ? MRAIL_ERR_PEER : MRAIL_ERR_IO;
 		mrail_info("shm: %s of %zu bytes at 0x%llx in %s: %s",
 			   write ? "put" : "get", len,
-			   (unsigned long long)raddr, ep->remote_name,
+			   (unsigned long long)raddr, ep->dc.remote_name,
 			   strerror(err));
 	}
-	return shm_done_add(drv, ep, SHM_DONE_RMA, op_ctx, status);
+	return done_add(drv, ep, op_ctx, status);
 }
 
 static int shm_get(struct mrail_drv_ep *ep, void *laddr, size_t len,

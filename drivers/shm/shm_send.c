@@ -1,0 +1,104 @@
+/*
+ * Frames into the peer's ring. A frame is copied in as far as it fits at
+ * once; the rest waits in the endpoint's queue (drivers/common's send
+ * records: its bytes are the backlog) and moves on from progress as the
+ * consumer frees space. send_done comes from drivers/common's completion
+ * list, from progress only.
+ */
+#include "drivers/shm/shm_internal.h"
+#include "mrail.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+static const uint8_t zeros[8];
+
+static const struct dc_frame_limits limits = {
+	.max_head = SHM_MAX_HEAD,
+	.max_iov = SHM_MAX_BODY_IOV,
+	.max_body = SHM_MAX_BODY,
+	.hdr_len = SHM_FRAME_HDR_LEN,
+};
+
+int shm_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
+	     const struct iovec *body, int body_cnt, void *send_ctx)
+{
+	struct dc_send *rec;
+	int rc = dc_send_begin(&ep->dc, &limits, head, head_len, body,
+			       body_cnt, send_ctx, &rec);
+
+	if (rc)
+		return rc;
+	shm_put_le32(rec->hdr, SHM_FRAME_MAGIC | SHM_FRAME_VERSION << 24);
+	shm_put_le32(rec->hdr + 4, (uint32_t)head_len);
+	shm_put_le64(rec->hdr + 8, rec->body_len);
+	dc_sendq_push(&ep->dc, rec);
+	if (ep->dc.state == DC_EP_CONNECTED)
+		shm_flush(ep);
+	return MRAIL_OK;
+}
+
+void shm_ring_bell(struct mrail_drv_ep *ep)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN: the counter is full, the consumer will wake anyway. */
+	if (write(ep->peer_bell, &one, sizeof one) < 0 && errno != EAGAIN)
+		mrail_debug("shm: doorbell of %s: %s", ep->dc.remote_name,
+			    strerror(errno));
+}
+
+/* Copy the head record's next bytes, at most space; returns how many. */
+static uint64_t write_rec(struct shm_ring *r, const struct dc_send *rec,
+			  uint64_t space)
+{
+	uint64_t done = 0;
+
+	for (int i = rec->iov_pos; i < rec->iov_cnt && done < space; i++) {
+		uint64_t n = rec->iov[i].iov_len;
+		if (n > space - done)
+			n = space - done;
+		shm_ring_write(r, rec->iov[i].iov_base, n);
+		done += n;
+	}
+	return done;
+}
+
+int shm_flush(struct mrail_drv_ep *ep)
+{
+	struct dc_ep *dc = &ep->dc;
+	uint64_t wrote = 0;
+	int frames = 0;
+
+	while (dc->sq_head) {
+		struct dc_send *rec = dc->sq_head;
+		bool fresh = rec->iov_pos == 0 &&
+			     rec->iov[0].iov_base == (void *)rec->hdr;
+		uint64_t pad = fresh ? (-ep->tx.pos) & 7 : 0;
+		uint64_t space = shm_ring_space(&ep->tx, pad + rec->left);
+
+		/* Full: have the consumer wake us when it frees space, unless
+		 * it did so just now. */
+		if (space <= pad && !(shm_ring_want_space(&ep->tx) &&
+				      (space = shm_ring_space(&ep->tx, pad + 1)) >
+					      pad))
+			break;
+		if (pad) {
+			shm_ring_write(&ep->tx, zeros, pad);
+			space -= pad;
+			wrote += pad;
+		}
+		uint64_t n = write_rec(&ep->tx, rec, space);
+		uint64_t left = rec->left;
+		wrote += n;
+		dc_sendq_consume(dc, n);
+		if (n < left)
+			break;
+		frames++;
+	}
+	if (wrote && shm_ring_publish(&ep->tx))
+		shm_ring_bell(ep);
+	return frames;
+}
