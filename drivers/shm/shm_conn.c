@@ -133,7 +133,7 @@ int shm_listen(struct mrail_drv *drv, const char *local, void *addr,
 
 /* ---- socket messages with descriptors ---------------------------------- */
 
-static int ctl_send(int sock, uint32_t magic, uint32_t a, uint32_t b,
+int shm_ctl_send(int sock, uint32_t magic, uint32_t a, uint32_t b,
 		    const int *fds, int nfd)
 {
 	uint8_t msg[SHM_CTL_LEN];
@@ -339,7 +339,7 @@ int shm_connect(struct mrail_drv *drv, const char *local, const void *addr,
 	}
 	dc_ep_update_events(&ep->dc);
 	int fds[2] = {memfd, ep->bell.poll.fd};
-	int err = ctl_send(fd, SHM_HELLO_MAGIC, drv->par.ring,
+	int err = shm_ctl_send(fd, SHM_HELLO_MAGIC, drv->par.ring,
 			   (uint32_t)ep->seg_len, fds, 2);
 	close(memfd);
 	if (err) {
@@ -435,7 +435,7 @@ static void on_hello(struct mrail_drv_ep *ep)
 		snprintf(why, sizeof why, "no doorbell");
 		goto bad;
 	}
-	int err = ctl_send(ep->dc.poll.fd, SHM_WELCOME_MAGIC, 0, 0,
+	int err = shm_ctl_send(ep->dc.poll.fd, SHM_WELCOME_MAGIC, 0, 0,
 			   &ep->bell.poll.fd, 1);
 	if (err) {
 		snprintf(why, sizeof why, "sending WELCOME: %s", strerror(-err));

@@ -213,6 +213,10 @@ int shm_listen(struct mrail_drv *drv, const char *local, void *addr,
 	       size_t *addr_len, char *name, size_t name_len);
 int shm_connect(struct mrail_drv *drv, const char *local, const void *addr,
 		size_t addr_len, void *ep_ctx, struct mrail_drv_ep **out);
+/* A set-up message (u32 magic, version, a, b) with nfd descriptors: 0 or
+ * -errno. */
+int shm_ctl_send(int sock, uint32_t magic, uint32_t a, uint32_t b,
+		 const int *fds, int nfd);
 /* dc hooks */
 struct dc_ep *shm_ep_accept(struct dc_drv *drv, struct dc_listener *l, int fd);
 void shm_ep_events(struct dc_ep *ep, uint32_t events);

@@ -677,29 +677,7 @@ static int raw_connect(const struct side *to)
 static void raw_hello(int sock, uint32_t magic, uint32_t ring, uint32_t len,
 		      const int *fds, int nfd)
 {
-	uint8_t msg[SHM_CTL_LEN];
-	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {msg, sizeof msg};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-
-	shm_put_le32(msg, magic);
-	shm_put_le32(msg + 4, SHM_SEG_VERSION);
-	shm_put_le32(msg + 8, ring);
-	shm_put_le32(msg + 12, len);
-	if (nfd) {
-		memset(&u, 0, sizeof u);
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN((size_t)nfd * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, (size_t)nfd * sizeof(int));
-	}
-	CHECK(sendmsg(sock, &mh, 0) == (ssize_t)sizeof msg);
+	CHECK(shm_ctl_send(sock, magic, ring, len, fds, nfd) == 0);
 }
 
 static void raw_open(struct raw_peer *r, const struct side *to)
