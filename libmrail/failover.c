@@ -11,6 +11,7 @@
 #include "libmrail/engine.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/rail_timeout.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -20,22 +21,19 @@
 #define BACKOFF_MIN 0.05    /* s between reconnect attempts, doubling */
 #define BACKOFF_MAX 1.0     /* short: a rail must be back within ~1 s */
 #define TICK_PERIOD 0.005   /* s between two timer passes */
+#define PROBE_AFTER_MAX 1.0 /* s of silence on a rail we wait on: probe */
+/* s the accepting side waits, once every connection to a peer was
+ * closed by it, for the peer to reconnect before calling it dead: a live
+ * connector retries at once (all rails down), within one round trip. */
+#define DEAD_PEER_GRACE 0.05
 
 int failover_init(struct mrail_engine *e)
 {
-	const char *s = getenv("MRAIL_RAIL_TIMEOUT");
-	e->rail_timeout = FAILOVER_TIMEOUT_DEFAULT;
-	if (!s)
-		return MRAIL_OK;
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno || !(v > 0) || v > 86400) {
+	if (mrail_rail_timeout_env(&e->rail_timeout)) {
 		mrail_error("invalid MRAIL_RAIL_TIMEOUT='%s': expected seconds "
-			    "(0 < t <= 86400)", s);
+			    "(0 < t <= 86400)", getenv("MRAIL_RAIL_TIMEOUT"));
 		return MRAIL_ERR_CONFIG;
 	}
-	e->rail_timeout = v;
 	return MRAIL_OK;
 }
 
@@ -63,6 +61,7 @@ void failover_pkt_post(struct rail *r, struct send_op *op)
 	op->pseq = 0;
 	op->retained = 0;
 	op->in_flight = 1;
+	op->sent_at = 0;
 	if (r->state != RAIL_UP || op->no_count)
 		return;
 	if (r->rx_pseq != r->ack_sent &&
@@ -336,6 +335,7 @@ int failover_rail_fail(struct mrail_engine *e, struct rail *r,
 		return 0;
 	int was_up = r->state == RAIL_UP;
 	if (was_up) {
+		r->peer_closed = 0; /* failover_rail_closed sets it after */
 		r->stats.failures++;
 		r->stats.up_seconds += now - r->up_since;
 		r->down_since = now;
@@ -372,6 +372,38 @@ int failover_rail_fail(struct mrail_engine *e, struct rail *r,
 	}
 	if (g->rails_up > 0)
 		gate_schedule(e, g);
+	return 1;
+}
+
+/* Every rail of g is down, each ended by the peer's side (and, for the
+ * connecting side, reconnection refused): its process is gone. */
+static int peer_gone(const struct gate *g)
+{
+	if (g->rails_up > 0)
+		return 0;
+	for (unsigned i = 0; i < g->nrails; i++) {
+		const struct rail *r = g->rails[i];
+		if (r && !r->peer_closed)
+			return 0;
+	}
+	return 1;
+}
+
+int failover_rail_closed(struct mrail_engine *e, struct rail *r,
+			 const char *why)
+{
+	struct gate *g = r->gate;
+	int refused = r->state != RAIL_UP; /* a reconnection attempt */
+	int was_closed = r->peer_closed;
+	if (!failover_rail_fail(e, r, why))
+		return 0;
+	/* A refused reconnection only says something about a rail whose
+	 * connection the peer closed; one that timed out keeps its cause. */
+	r->peer_closed = refused ? was_closed : 1;
+	if (refused && g->state == GATE_UP && peer_gone(g))
+		gate_fail(e, g, MRAIL_ERR_PEER, "every connection was closed "
+			  "by the peer and reconnection is refused: the peer "
+			  "process is gone");
 	return 1;
 }
 
@@ -495,6 +527,9 @@ void failover_rail_up(struct mrail_engine *e, struct rail *r)
 	double now = mrail_now();
 	r->up_since = now;
 	r->tx_last_move = now;
+	r->rx_last = now;
+	r->rx_seen = 0;
+	r->probe_at = 0;
 	r->fail_pending = 0;
 	if (r->reconnecting) {
 		r->stats.reconnects++;
@@ -504,6 +539,7 @@ void failover_rail_up(struct mrail_engine *e, struct rail *r)
 			   r->stats.remote, now - r->down_since);
 	}
 	r->reconnecting = 0;
+	r->peer_closed = 0;
 	r->down_told = r->down_heard = r->settled = 0;
 	r->retry_at = r->backoff = 0;
 	g->all_down_since = 0;
@@ -578,6 +614,82 @@ static void reconnect(struct mrail_engine *e, struct gate *g, struct rail *r)
 		failover_rail_fail(e, r, mrail_strerror(rc));
 }
 
+/* Changes whenever a frame or a payload body starts or ends on r: the
+ * driver's upcalls already count them, so the hot path pays nothing. */
+static uint64_t rx_activity(const struct rail *r)
+{
+	return r->stats.rx_packets + 2 * r->stats.rx_chunks + (r->rx_len == 0);
+}
+
+/* Do we wait on r: chunks we asked for on it, a body cut mid-way, or
+ * any rendezvous of its gate in flight (a sender whose payload sits in a
+ * dead link's socket buffer waits for an RDV_DONE that never comes, with
+ * nothing of its own unacknowledged)? */
+static int rx_waiting(const struct rail *r)
+{
+	return r->rx_count > 0 || r->rx_len > 0 ||
+	       !mrail_list_empty(&r->gate->rdv);
+}
+
+/* A counted packet that elicits the peer's ACK (the ACK record in it
+ * makes it non-empty; replays drop it, so it is never sent twice). */
+static void send_probe(struct mrail_engine *e, struct rail *r, double now)
+{
+	struct send_op *op = packet_get(e);
+	if (!op)
+		return;
+	op->len += mrail_wire_put_ack(op->buf + op->len, r->rx_pseq);
+	r->ack_sent = r->rx_pseq;
+	if (rail_post_packet(e, r, op)) {
+		packet_put(e, op);
+		failover_op_failed(r);
+		return;
+	}
+	r->probe_at = now;
+	mrail_debug("%s: rail %u quiet for %.1f s while we wait on it: probed",
+		    r->gate->name, r->index, now - r->rx_last);
+}
+
+/*
+ * Liveness from our own acknowledgements (docs/failover.md, "Finding a
+ * dead rail"): a counted packet that left (its send completed) and is
+ * still unacknowledged after the timeout, on a rail that brought nothing
+ * in that long, means the peer is not reachable on it, whichever side's
+ * buffers hold the frames. A rail we wait on that goes quiet is probed
+ * so that the rule has a packet to time. Returns 1 if r failed.
+ */
+static int liveness(struct mrail_engine *e, struct rail *r, double now)
+{
+	uint64_t act = rx_activity(r);
+	if (act != r->rx_seen) {
+		r->rx_seen = act;
+		r->rx_last = now;
+		r->probe_at = 0;
+	}
+	struct send_op *old = NULL;
+	if (!mrail_list_empty(&r->retained)) {
+		old = mrail_list_first(&r->retained, struct send_op, rlink);
+		if (old->in_flight)
+			old = NULL; /* still queued: the send watchdog's */
+		else if (old->sent_at == 0)
+			old->sent_at = now;
+	}
+	double t = e->rail_timeout;
+	if (old && now - old->sent_at > t && now - r->rx_last > t) {
+		char why[128];
+		snprintf(why, sizeof why, "a packet unacknowledged for %.1f s, "
+			 "nothing received for %.1f s", now - old->sent_at,
+			 now - r->rx_last);
+		failover_rail_fail(e, r, why);
+		return 1;
+	}
+	double quiet = t / 4 < PROBE_AFTER_MAX ? t / 4 : PROBE_AFTER_MAX;
+	if (!old && r->probe_at == 0 && rx_waiting(r) &&
+	    now - r->rx_last > quiet)
+		send_probe(e, r, now);
+	return 0;
+}
+
 static void tick_gate(struct mrail_engine *e, struct gate *g, double now)
 {
 	for (unsigned i = 0; i < g->nrails && g->state == GATE_UP; i++) {
@@ -596,6 +708,8 @@ static void tick_gate(struct mrail_engine *e, struct gate *g, double now)
 					 "%.1f s with data pending",
 					 now - r->tx_last_move);
 				failover_rail_fail(e, r, why);
+			} else if (liveness(e, r, now)) {
+				break;
 			} else if (r->rx_pseq != r->ack_sent) {
 				send_standalone_ack(e, r);
 			}
@@ -619,6 +733,11 @@ static void tick_gate(struct mrail_engine *e, struct gate *g, double now)
 			break;
 		}
 	}
+	if (g->state == GATE_UP && !is_connector(e, g) && peer_gone(g) &&
+	    g->all_down_since > 0 && now - g->all_down_since > DEAD_PEER_GRACE)
+		gate_fail(e, g, MRAIL_ERR_PEER, "every connection was closed "
+			  "by the peer and it did not reconnect: the peer "
+			  "process is gone");
 	if (g->state == GATE_UP && g->rails_up == 0 && g->all_down_since > 0 &&
 	    now - g->all_down_since > e->rail_timeout) {
 		char msg[96];

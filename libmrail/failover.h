@@ -18,8 +18,6 @@ struct gate;
 struct rail;
 struct send_op;
 
-#define FAILOVER_TIMEOUT_DEFAULT 5.0 /* s: MRAIL_RAIL_TIMEOUT */
-
 /* Reads MRAIL_RAIL_TIMEOUT into e->rail_timeout. */
 int failover_init(struct mrail_engine *e);
 const char *rail_state_name(int state);
@@ -49,6 +47,13 @@ void failover_rail_release(struct mrail_engine *e, struct rail *r);
  * 0 and the caller fails the gate as before. */
 int failover_rail_fail(struct mrail_engine *e, struct rail *r,
 		       const char *why);
+/* r's connection was closed by the peer's end (status
+ * MRAIL_ERR_PEER_CLOSED from the driver: EOF, reset, or a reconnection
+ * refused). Fails r like failover_rail_fail; a gate whose every rail
+ * ended so fails at once: its peer process is gone (docs/failover.md,
+ * "Dead peer or dead link"). */
+int failover_rail_closed(struct mrail_engine *e, struct rail *r,
+			 const char *why);
 /* A send or RDMA completion on r failed: r fails at the next tick (not
  * inside the driver's completion). Returns 1 if the error is absorbed. */
 int failover_op_failed(struct rail *r);

@@ -360,7 +360,11 @@ static void up_connected(void *ctx, int status)
 	if (status != MRAIL_OK) {
 		char msg[96];
 		snprintf(msg, sizeof msg, "rail %u: connection failed", r->index);
-		if (!failover_rail_fail(r->engine, r, "connection failed"))
+		if (status == MRAIL_ERR_PEER_CLOSED
+			    ? !failover_rail_closed(r->engine, r,
+						    "connection refused")
+			    : !failover_rail_fail(r->engine, r,
+						  "connection failed"))
 			gate_fail(r->engine, r->gate, MRAIL_ERR_PEER, msg);
 		return;
 	}
@@ -448,7 +452,8 @@ static void up_ep_error(void *ctx, int status, const char *why)
 		return;
 	}
 	/* A protocol violation is the peer's fault, not the link's. */
-	if (status != MRAIL_ERR_PROTO && failover_rail_fail(e, r, why))
+	if (status == MRAIL_ERR_PEER_CLOSED ? failover_rail_closed(e, r, why)
+	    : status != MRAIL_ERR_PROTO && failover_rail_fail(e, r, why))
 		return;
 	snprintf(msg, sizeof msg, "rail %u (%s <-> %s): %s", r->index,
 		 r->stats.local, r->stats.remote, why);

@@ -51,6 +51,7 @@ struct send_op {
 	 * peer acknowledges it, to be replayed if the rail fails first. */
 	uint32_t pseq;
 	int in_flight, retained;
+	double sent_at;            /* its send completed (0: not yet) */
 	int no_count;              /* standalone ACK: neither numbered nor kept */
 	uint64_t offset;           /* OP_GET: where in the message */
 	struct mrail_list rlink;
@@ -104,6 +105,10 @@ struct rail {
 	struct mrail_list retained; /* our counted packets not acked, by pseq */
 	uint32_t epoch;           /* connections of this rail that came up */
 	double tx_last_move;      /* last send completion (or first post) */
+	/* Liveness (failover.c): watched at each timer pass, not per frame. */
+	uint64_t rx_seen;         /* rx_activity() at the last pass */
+	double rx_last;           /* the pass that saw it change */
+	double probe_at;          /* a probe was sent (0: none since rx) */
 	/* Per failure: */
 	double down_since, up_since;
 	double retry_at, backoff; /* connecting side: next attempt */
@@ -113,6 +118,9 @@ struct rail {
 	int settled;              /* both: may reconnect */
 	int fail_pending;         /* a completion failed: fails at next tick */
 	int reconnecting;         /* this connection replaces a failed one */
+	int peer_closed;          /* failed by the peer's end closing (EOF,
+	                             reset, reconnection refused), not by a
+	                             timeout: the peer process may be gone */
 };
 
 /*

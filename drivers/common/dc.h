@@ -128,6 +128,8 @@ struct dc_hooks {
 };
 
 /* First member of a driver's struct mrail_drv. */
+#define DC_CONNECT_ERRS 16
+
 struct dc_drv {
 	struct mrail_drv_base base; /* first: the engine's view */
 	const struct dc_hooks *hooks;
@@ -146,6 +148,15 @@ struct dc_drv {
 	unsigned done_count;
 	struct dc_send *send_pool;
 	int send_pool_cnt;
+
+	/* Connects failing, by local -> remote and errno: the engine
+	 * reconnects a failed rail with back-off, and one that keeps
+	 * failing the same way logs once (docs/failover.md). */
+	struct dc_connect_err {
+		char from[DC_NAME_LEN], to[DC_NAME_LEN];
+		int err;
+	} connect_errs[DC_CONNECT_ERRS];
+	unsigned connect_errs_next;
 };
 
 #define dc_ep_of(mrail_ep) ((struct dc_ep *)(mrail_ep))
@@ -177,7 +188,13 @@ void dc_ep_fail(struct dc_ep *ep, int status, bool sends_first,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* A connect failed with errno err: connected(MRAIL_ERR_PEER), queued
  * frames and operations fail. */
+/* connected(error) upcall: MRAIL_ERR_PEER_CLOSED if refused (nobody
+ * listens: the peer process is gone), else MRAIL_ERR_PEER; warns once
+ * per (local, remote, errno), debug for the same failure again. */
 void dc_ep_connect_failed(struct dc_ep *ep, int err);
+/* The connect succeeded (call before local_name gets its port): "works
+ * again" if it had been failing. */
+void dc_ep_connect_ok(struct dc_ep *ep);
 void dc_ep_close(struct dc_ep *ep);
 /* Progress bracket: false when progress is already running (an upcall
  * re-entered it), then do nothing. leave frees endpoints closed inside. */

@@ -9,6 +9,7 @@
 #include "drivers/common/dc.h"
 #include "util/log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,15 +163,62 @@ void dc_ep_fail(struct dc_ep *ep, int status, bool sends_first,
 		h->ep_fail_ops(ep, status);
 }
 
+static struct dc_connect_err *connect_err_find(struct dc_drv *drv,
+						const struct dc_ep *ep)
+{
+	for (unsigned i = 0; i < DC_CONNECT_ERRS; i++) {
+		struct dc_connect_err *c = &drv->connect_errs[i];
+		if (c->err && !strcmp(c->from, ep->local_name) &&
+		    !strcmp(c->to, ep->remote_name))
+			return c;
+	}
+	return NULL;
+}
+
+static void connect_err_log(struct dc_ep *ep, int err)
+{
+	struct dc_drv *drv = ep->drv;
+	const char *name = drv->hooks->name;
+	struct dc_connect_err *c = connect_err_find(drv, ep);
+	if (c && c->err == err) {
+		mrail_debug("%s: connect from %s to %s failed again: %s", name,
+			    ep->local_name, ep->remote_name, strerror(err));
+		return;
+	}
+	mrail_warn("%s: connect from %s to %s failed: %s%s", name,
+		   ep->local_name, ep->remote_name, strerror(err),
+		   c ? "" : " (retries failing the same way are not logged)");
+	if (!c) {
+		c = &drv->connect_errs[drv->connect_errs_next++ %
+				       DC_CONNECT_ERRS];
+		snprintf(c->from, sizeof c->from, "%s", ep->local_name);
+		snprintf(c->to, sizeof c->to, "%s", ep->remote_name);
+	}
+	c->err = err;
+}
+
+void dc_ep_connect_ok(struct dc_ep *ep)
+{
+	struct dc_connect_err *c = connect_err_find(ep->drv, ep);
+	if (!c)
+		return;
+	mrail_info("%s: connect from %s to %s works again",
+		   ep->drv->hooks->name, ep->local_name, ep->remote_name);
+	c->err = 0;
+}
+
 void dc_ep_connect_failed(struct dc_ep *ep, int err)
 {
 	const struct dc_hooks *h = ep->drv->hooks;
 
-	mrail_warn("%s: connect from %s to %s failed: %s", h->name,
-		   ep->local_name, ep->remote_name, strerror(err));
+	connect_err_log(ep, err);
 	ep->state = DC_EP_FAILED;
 	dc_ep_update_events(ep);
-	ep->drv->base.up->connected(ep->ctx, MRAIL_ERR_PEER);
+	/* Nobody listens: the peer process is gone, not a link (the engine
+	 * fails the peer at once rather than after the rail timeout). */
+	ep->drv->base.up->connected(ep->ctx, err == ECONNREFUSED
+						     ? MRAIL_ERR_PEER_CLOSED
+						     : MRAIL_ERR_PEER);
 	if (ep->state == DC_EP_CLOSED)
 		return;
 	dc_sendq_fail(ep, MRAIL_ERR_PEER);

@@ -10,6 +10,7 @@
 #include "drivers/tcp/tcp_internal.h"
 #include "util/log.h"
 #include "util/params.h"
+#include "util/rail_timeout.h"
 #include "util/size.h"
 
 #include <errno.h>
@@ -72,7 +73,7 @@ static void ep_flush_or_fail(struct mrail_drv_ep *ep)
 {
 	int rc = tcp_flush(ep);
 	if (rc < 0)
-		tcp_ep_fail(ep, MRAIL_ERR_PEER, "send to %s failed: %s",
+		tcp_ep_fail(ep, tcp_closed_status(-rc), "send to %s failed: %s",
 			    ep->dc.remote_name, strerror(-rc));
 }
 
@@ -168,6 +169,18 @@ static int param_value(const char *key, const char *val, struct mrail_drv *drv)
 	return -2;
 }
 
+/* The kernel must give up on a dead link when the engine does
+ * (docs/failover.md): without it a connection with data queued retries
+ * for ~15 min and keepalive never probes it. A bad MRAIL_RAIL_TIMEOUT
+ * fails the engine (failover_init); here it only means the default. */
+static int default_user_timeout_ms(void)
+{
+	double t;
+	if (mrail_rail_timeout_env(&t))
+		t = MRAIL_RAIL_TIMEOUT_DEFAULT;
+	return (int)(t * 1000 + 0.5);
+}
+
 static int tcp_params(const char *params, struct mrail_drv *drv)
 {
 	static const char *const env[][2] = {
@@ -180,7 +193,7 @@ static int tcp_params(const char *params, struct mrail_drv *drv)
 
 	drv->loopback_rails = 1;
 	drv->sockbuf = TCP_DEFAULT_SOCKBUF;
-	drv->user_timeout_ms = 0;
+	drv->user_timeout_ms = default_user_timeout_ms();
 	/* On by default: a host whose links all died while it only waits
 	 * for data (rendezvous chunks requested, nothing unacknowledged)
 	 * has neither the engine's send watchdog nor TCP's user timeout to
@@ -507,6 +520,7 @@ static void finish_connect(struct mrail_drv_ep *ep, uint32_t events)
 		return;
 	}
 	ep->dc.state = DC_EP_CONNECTED;
+	dc_ep_connect_ok(&ep->dc); /* before the name gets its port */
 	tcp_fd_names(ep->dc.poll.fd, ep->dc.local_name,
 		     sizeof ep->dc.local_name, NULL, 0);
 	mrail_debug("tcp: connected %s -> %s", ep->dc.local_name,
@@ -543,7 +557,8 @@ static void tcp_attend(struct dc_ep *dc)
 	if (dc->state == DC_EP_CONNECTING)
 		finish_connect((struct mrail_drv_ep *)dc, 0);
 	else if (dc->state == DC_EP_CONNECTED && dc->send_errno)
-		dc_ep_fail(dc, MRAIL_ERR_PEER, false, "send to %s failed: %s",
+		dc_ep_fail(dc, tcp_closed_status(dc->send_errno), false,
+			   "send to %s failed: %s",
 			   dc->remote_name, strerror(dc->send_errno));
 }
 

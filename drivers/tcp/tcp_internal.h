@@ -10,7 +10,9 @@
 #include "drivers/common/dc.h"
 #include "drivers/common/dc_le.h"
 #include "drivers/driver.h"
+#include "mrail.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,7 +85,8 @@ struct mrail_drv {
 	int sockbuf; /* SO_SNDBUF/SO_RCVBUF request, 0 = kernel autotuning */
 	unsigned loopback_rails;
 	bool loopback_asked; /* set by the user: kept beside shm */
-	int user_timeout_ms;     /* TCP_USER_TIMEOUT on rail sockets, 0: off */
+	int user_timeout_ms;     /* TCP_USER_TIMEOUT on rail sockets, 0: off;
+	                            default: MRAIL_RAIL_TIMEOUT */
 	int keepalive;           /* s idle before/between probes, 0: off */
 #define TCP_DEFAULT_KEEPALIVE 1
 
@@ -97,6 +100,15 @@ static inline struct mrail_drv *tcp_drv(const struct mrail_drv_ep *ep)
 
 /* ---- tcp.c ------------------------------------------------------------- */
 extern const struct mrail_drv_ops mrail_tcp_driver_ops;
+/* The ep_error status for a socket error: MRAIL_ERR_PEER_CLOSED when the
+ * peer's end reset the connection (its process may be gone; the engine
+ * tells that from a dead link), else MRAIL_ERR_PEER. */
+static inline int tcp_closed_status(int err)
+{
+	return err == ECONNRESET || err == EPIPE ? MRAIL_ERR_PEER_CLOSED
+						 : MRAIL_ERR_PEER;
+}
+
 /* Report a broken connection (progress only); see driver.h ep_error. */
 #define tcp_ep_fail(ep, status, ...) \
 	dc_ep_fail(&(ep)->dc, status, false, __VA_ARGS__)

@@ -40,28 +40,30 @@ void tcp_rx_free(struct mrail_drv_ep *ep)
 
 static void rx_eof(struct mrail_drv_ep *ep)
 {
+	/* MRAIL_ERR_PEER_CLOSED: the peer's end closed (its process may be
+	 * gone), which the engine tells from a dead link (timeouts). */
 	size_t partial = ep->rend - ep->rstart;
 
 	if (ep->in_body)
-		tcp_ep_fail(ep, MRAIL_ERR_PEER,
+		tcp_ep_fail(ep, MRAIL_ERR_PEER_CLOSED,
 			    "connection closed by peer %s in the middle of a "
 			    "frame body (%llu of %llu bytes missing)",
 			    ep->dc.remote_name,
 			    (unsigned long long)ep->body_left,
 			    (unsigned long long)ep->body_len);
 	else if (partial)
-		tcp_ep_fail(ep, MRAIL_ERR_PEER,
+		tcp_ep_fail(ep, MRAIL_ERR_PEER_CLOSED,
 			    "connection closed by peer %s in the middle of a "
 			    "frame (%zu bytes of it received)",
 			    ep->dc.remote_name, partial);
 	else
-		tcp_ep_fail(ep, MRAIL_ERR_PEER, "connection closed by peer %s",
-			    ep->dc.remote_name);
+		tcp_ep_fail(ep, MRAIL_ERR_PEER_CLOSED,
+			    "connection closed by peer %s", ep->dc.remote_name);
 }
 
 static void rx_socket_error(struct mrail_drv_ep *ep, int err)
 {
-	tcp_ep_fail(ep, MRAIL_ERR_PEER, "receive from %s failed: %s",
+	tcp_ep_fail(ep, tcp_closed_status(err), "receive from %s failed: %s",
 		    ep->dc.remote_name, strerror(err));
 }
 

@@ -112,7 +112,7 @@ static int test_connect(const char *ip, const char *name_prefix)
 	/* Closing one end: the other hears "closed by peer". */
 	h_close(&tb);
 	WAIT_FOR(ta->errors == 1, 5);
-	CHECK(ta->error_status == MRAIL_ERR_PEER);
+	CHECK(ta->error_status == MRAIL_ERR_PEER_CLOSED);
 	CHECKF(strstr(ta->why, "connection closed by peer"), "why: %s",
 	       ta->why);
 	CHECK(ops->send(ta->ep, "x", 1, NULL, 0, NULL) == MRAIL_ERR_PEER);
@@ -146,7 +146,7 @@ static int test_connect_any(void)
 	WAIT_FOR(ta->bodies_done == 1 && tb.send_ok == 1, 5);
 	h_side_close(a); /* closes ta's endpoint too */
 	WAIT_FOR(tb.errors == 1, 5);
-	CHECK(tb.error_status == MRAIL_ERR_PEER);
+	CHECK(tb.error_status == MRAIL_ERR_PEER_CLOSED);
 	h_close(&tb);
 	h_side_close(b);
 	return 0;
@@ -494,7 +494,7 @@ static int test_garbage(void)
 	expect_raw_error(junk, sizeof junk, false, MRAIL_ERR_PROTO,
 			 "header starts ff");
 	/* Too short to be a header, then EOF. */
-	expect_raw_error("MRT", 3, true, MRAIL_ERR_PEER,
+	expect_raw_error("MRT", 3, true, MRAIL_ERR_PEER_CLOSED,
 			 "middle of a frame (3 bytes");
 	return 0;
 }
@@ -587,7 +587,7 @@ static int test_peer_close_mid_body(void)
 	settle(0.02);
 	close(fd);
 	WAIT_FOR(a->acc[0].errors == 1, 5);
-	CHECK(a->acc[0].error_status == MRAIL_ERR_PEER);
+	CHECK(a->acc[0].error_status == MRAIL_ERR_PEER_CLOSED);
 	CHECKF(strstr(a->acc[0].why, "middle of a frame body (1047576 of "
 				     "1048576 bytes missing)"),
 	       "why: %s", a->acc[0].why);
@@ -603,7 +603,7 @@ static int test_peer_close_mid_body(void)
 	CHECK(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0);
 	close(fd);
 	WAIT_FOR(a->acc[1].errors == 1, 5);
-	CHECK(a->acc[1].error_status == MRAIL_ERR_PEER);
+	CHECK(a->acc[1].error_status == MRAIL_ERR_PEER_CLOSED);
 	CHECKF(strstr(a->acc[1].why, "reset"), "why: %s", a->acc[1].why);
 	h_close(&a->acc[1]);
 	free(mid_body_buf);
@@ -671,7 +671,7 @@ static int test_connect_refused(void)
 	for (int i = 0; i < 3; i++)
 		CHECK(h_post(&tb, 24, i == 1 ? 100 : 0, 1) == 0);
 	WAIT_FOR(tb.connected, 5);
-	CHECK(tb.connect_status == MRAIL_ERR_PEER);
+	CHECK(tb.connect_status == MRAIL_ERR_PEER_CLOSED);
 	/* Sends queued before the failure fail after connected(error). */
 	WAIT_FOR(tb.send_err == 3, 5);
 	CHECK(tb.send_ok == 0 && tb.errors == 0);
@@ -757,7 +757,7 @@ static int test_refuse_accept(void)
 	CHECK(ops->connect(b->drv, NULL, a->blob, a->blob_len, &tb, &tb.ep) ==
 	      0);
 	WAIT_FOR(a->refused == 1 && tb.connected && tb.errors == 1, 5);
-	CHECK(tb.connect_status == 0 && tb.error_status == MRAIL_ERR_PEER);
+	CHECK(tb.connect_status == 0 && tb.error_status == MRAIL_ERR_PEER_CLOSED);
 	h_close(&tb);
 	h_side_close(a);
 	h_side_close(b);
@@ -780,8 +780,8 @@ static int test_send_error_pending(void)
 	h_close(ta); /* unread data: the kernel resets the connection */
 	WAIT_FOR(tb.errors == 1 && tb.send_ok + tb.send_err == (uint64_t)n,
 		 10);
-	CHECK(tb.error_status == MRAIL_ERR_PEER);
-	CHECK(tb.send_err > 0 && tb.last_send_err == MRAIL_ERR_PEER);
+	CHECK(tb.error_status == MRAIL_ERR_PEER_CLOSED);
+	CHECK(tb.send_err > 0 && tb.last_send_err == MRAIL_ERR_PEER_CLOSED);
 	printf("%llu sends left, %llu failed: %s\n",
 	       (unsigned long long)tb.send_ok, (unsigned long long)tb.send_err,
 	       tb.why);
@@ -954,7 +954,8 @@ static bool close_on_first_done(struct tep *t, void *send_ctx, int status)
 static bool ignore_done_or_peer(struct tep *t, void *send_ctx, int status)
 {
 	(void)t, (void)send_ctx;
-	CHECK(status == 0 || status == MRAIL_ERR_PEER);
+	CHECK(status == 0 || status == MRAIL_ERR_PEER ||
+	      status == MRAIL_ERR_PEER_CLOSED);
 	return true;
 }
 
@@ -979,7 +980,7 @@ static int test_fail_with_completions(void)
 			CHECK(tb.closed && tb.send_ok == 1 && !tb.errors);
 		} else {
 			CHECK(tb.send_ok == 2 && tb.errors == 1);
-			CHECK(tb.error_status == MRAIL_ERR_PEER);
+			CHECK(tb.error_status == MRAIL_ERR_PEER_CLOSED);
 			h_close(&tb);
 		}
 		settle(0.02);
@@ -1073,10 +1074,10 @@ static int test_write_after_close(void)
 	CHECK(h_send(&tb, msg, sizeof msg, NULL, 0, NULL) == 0);
 	CHECK(tb.send_ok == 0 && tb.send_err == 0 && !tb.errors);
 	h_progress(b);
-	CHECK(tb.errors == 1 && tb.error_status == MRAIL_ERR_PEER);
+	CHECK(tb.errors == 1 && tb.error_status == MRAIL_ERR_PEER_CLOSED);
 	printf("ok: %s\n", tb.why);
 	CHECK(tb.send_ok == 1 && tb.send_err == 1);
-	CHECK(tb.last_send_err == MRAIL_ERR_PEER);
+	CHECK(tb.last_send_err == MRAIL_ERR_PEER_CLOSED);
 	CHECK(h_send(&tb, msg, sizeof msg, NULL, 0, NULL) == MRAIL_ERR_PEER);
 	h_close(&tb);
 	h_side_close(a);
