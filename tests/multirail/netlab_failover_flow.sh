@@ -47,6 +47,7 @@ root_mgmt="${h0_mgmt%.*}.254"
 rail_list=$(seq -s, -f "r%g" 0 $((nrails - 1)))
 in_h() { ip netns exec "$prefix-h$host" "$@"; }
 
+: >"$tmp/out"
 "$mrail_run" -n 2 --hosts "$prefix-h0,$prefix-h1" --wrap 'ip netns exec {host}' \
   --bind "$root_mgmt" --timeout 150 \
   -x MRAIL_RAILS="$rail_list" -x TEST_FAIL_RANK="$host" -x TEST_FAIL_RAIL=1 \
