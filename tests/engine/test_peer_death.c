@@ -2,8 +2,38 @@
  * A peer process killed mid-transfer (SIGKILL while a 256 MiB rendezvous
  * to it is moving): every request to and from it completes with an error,
  * new sends to it fail at once, and the surviving peers keep working.
+ * With the default MRAIL_RAIL_TIMEOUT (5 s) the error comes at once, not
+ * after the timeout: every connection was closed by the dead process and
+ * reconnection is refused (docs/failover.md, "Dead peer or dead link").
  */
 #include "standalone.h"
+
+#include <sys/mman.h>
+#include <time.h>
+
+#define DEATH_REPORT_MAX 1.0 /* s: far below the 5 s rail timeout */
+
+static double *killed_at; /* shared with the forked ranks */
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The failure was reported soon after the death (rank 1 set *killed_at). */
+static void check_soon(uint32_t rank)
+{
+	double late = mono() - *killed_at;
+	printf("rank %u: peer's death reported after %.3f s\n", rank, late);
+	if (late > DEATH_REPORT_MAX) {
+		fprintf(stderr, "rank %u: the dead peer was reported %.2f s "
+			"after its death (more than %.1f s)\n", rank, late,
+			DEATH_REPORT_MAX);
+		exit(1);
+	}
+}
 
 enum { BIG = 256 << 20, TAG_BIG = 1, TAG_NEVER = 2, TAG_PING = 3 };
 
@@ -15,6 +45,8 @@ static int job(mrail_engine_t *e, uint32_t rank, uint32_t n)
 	uint8_t *buf = malloc(BIG);
 
 	CHECK(buf);
+	if (rank == 0) /* before: filling 256 MiB takes a while */
+		memset(buf, 1, BIG);
 	job_barrier(e, rank, n, NULL); /* everyone connected */
 	if (rank == 1) {
 		CHECK_RC(mrail_irecv(e, 0, buf, BIG, TAG_BIG, MRAIL_TAG_MASK_ALL,
@@ -24,15 +56,16 @@ static int job(mrail_engine_t *e, uint32_t rank, uint32_t n)
 			mrail_progress(e);
 			usleep(1000);
 		}
+		*killed_at = mono();
 		raise(SIGKILL);
 	}
 	if (rank == 0) {
-		memset(buf, 1, BIG);
 		CHECK_RC(mrail_isend(e, 1, buf, BIG, TAG_BIG, &r[0]));
 		CHECK_RC(mrail_irecv(e, 1, NULL, 0, TAG_NEVER,
 				     MRAIL_TAG_MASK_ALL, &r[1]));
 		int rc = mrail_wait_all(e, 2, r, st);
 		CHECK_EQ(rc, MRAIL_ERR_PEER);
+		check_soon(rank);
 		/* A fast transport (shm reading by CMA) may deliver all of
 		 * it within rank 1's last 20 progress calls: then the send
 		 * rightly succeeded. Anything else is the peer's error. */
@@ -50,6 +83,7 @@ static int job(mrail_engine_t *e, uint32_t rank, uint32_t n)
 				     MRAIL_TAG_MASK_ALL, &r[0]));
 		CHECK_RC(mrail_wait(e, r[0], &st[0]));
 		CHECK_EQ(st[0].error, MRAIL_ERR_PEER);
+		check_soon(rank);
 	}
 	/* Survivors: a 16 MiB exchange with checksums, both directions. */
 	uint32_t other = rank == 0 ? 2 : 0;
@@ -67,6 +101,9 @@ static int job(mrail_engine_t *e, uint32_t rank, uint32_t n)
 int main(void)
 {
 	int status[3];
+	killed_at = mmap(NULL, sizeof *killed_at, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(killed_at != MAP_FAILED);
 	job_run(3, job, status);
 	CHECK(WIFSIGNALED(status[1]) && WTERMSIG(status[1]) == SIGKILL);
 	for (int i = 0; i < 3; i += 2) {
