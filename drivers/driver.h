@@ -92,7 +92,8 @@ struct mrail_drv_upcalls {
 	 * closes it). The engine authenticates the peer on its first frame.
 	 */
 	void *(*accepted)(void *engine_ctx, struct mrail_drv_ep *ep);
-	/* An outgoing connect finished: status 0 or a negative MRAIL_ERR_*. */
+	/* An outgoing connect finished: status 0 or a negative MRAIL_ERR_*
+	 * (MRAIL_ERR_PEER_CLOSED: refused, nobody listens there). */
 	void (*connected)(void *ep_ctx, int status);
 	/* A frame without body arrived; head is valid during the call only. */
 	void (*recv_frame)(void *ep_ctx, const void *head, size_t head_len);
@@ -113,7 +114,10 @@ struct mrail_drv_upcalls {
 	void (*send_done)(void *ep_ctx, void *send_ctx, int status);
 	/*
 	 * The connection failed or the peer closed it (status
-	 * MRAIL_ERR_PEER, MRAIL_ERR_PROTO, ...). After this upcall the driver
+	 * MRAIL_ERR_PEER_CLOSED if the peer's end closed or reset it, which
+	 * with every rail so and reconnection refused makes the engine fail
+	 * the peer at once; MRAIL_ERR_PEER for a link error or a timeout;
+	 * MRAIL_ERR_PROTO, ...). After this upcall the driver
 	 * makes no further upcalls for ep except send_done (with an error)
 	 * for sends still pending; the engine then calls ops->ep_close.
 	 */
