@@ -621,14 +621,21 @@ static uint64_t rx_activity(const struct rail *r)
 	return r->stats.rx_packets + 2 * r->stats.rx_chunks + (r->rx_len == 0);
 }
 
-/* Do we wait on r: chunks we asked for on it, a body cut mid-way, or
- * any rendezvous of its gate in flight (a sender whose payload sits in a
- * dead link's socket buffer waits for an RDV_DONE that never comes, with
- * nothing of its own unacknowledged)? */
-static int rx_waiting(const struct rail *r)
+/* How long r may stay quiet before we probe it, 0: we do not wait on
+ * it. Quick where we asked for chunks or a body is cut mid-way: the
+ * failure is found within T + that. Slower where only a rendezvous of
+ * its gate is in flight (a sender whose payload sits in a dead link's
+ * socket buffer waits for an RDV_DONE with nothing of its own
+ * unacknowledged; or a message the peer has not matched yet): the
+ * receiver's probes find a single dead link; these are for every link
+ * of a host down, and cost an idle-but-pending rail two probes per T. */
+static double probe_after(const struct rail *r, double t)
 {
-	return r->rx_count > 0 || r->rx_len > 0 ||
-	       !mrail_list_empty(&r->gate->rdv);
+	if (r->rx_count > 0 || r->rx_len > 0)
+		return t / 4 < PROBE_AFTER_MAX ? t / 4 : PROBE_AFTER_MAX;
+	if (!mrail_list_empty(&r->gate->rdv))
+		return t / 2;
+	return 0;
 }
 
 /* A counted packet that elicits the peer's ACK (the ACK record in it
@@ -683,9 +690,8 @@ static int liveness(struct mrail_engine *e, struct rail *r, double now)
 		failover_rail_fail(e, r, why);
 		return 1;
 	}
-	double quiet = t / 4 < PROBE_AFTER_MAX ? t / 4 : PROBE_AFTER_MAX;
-	if (!old && r->probe_at == 0 && rx_waiting(r) &&
-	    now - r->rx_last > quiet)
+	double quiet = probe_after(r, t);
+	if (!old && r->probe_at == 0 && quiet > 0 && now - r->rx_last > quiet)
 		send_probe(e, r, now);
 	return 0;
 }
