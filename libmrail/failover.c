@@ -23,9 +23,11 @@
 #define TICK_PERIOD 0.005   /* s between two timer passes */
 #define PROBE_AFTER_MAX 1.0 /* s of silence on a rail we wait on: probe */
 /* s the accepting side waits, once every connection to a peer was
- * closed by it, for the peer to reconnect before calling it dead: a live
- * connector retries at once (all rails down), within one round trip. */
-#define DEAD_PEER_GRACE 0.05
+ * closed by it, for the peer to reconnect before calling it dead. A live
+ * connector whose rails all failed retries at once, but its back-off may
+ * have grown to BACKOFF_MAX while the links were down (its FINs reach us
+ * when they come back): a shorter grace would fail a live peer. */
+#define DEAD_PEER_GRACE (BACKOFF_MAX + 0.1)
 
 int failover_init(struct mrail_engine *e)
 {
