@@ -4,7 +4,8 @@
 # optionally with HOGS busy loops competing for the CPUs, and prints per
 # case: passes/runs and the longest wait for a completion seen (median and
 # max over the runs). Each run holds /tmp/mrail-netlab.lock (shared test
-# bed). Root only. Cases are "EVENT HOST SIDE LEN AT RATES" lines on stdin.
+# bed); the hogs only run while it is held, not while waiting for it (they
+# would slow whoever holds it). Root only. Cases are "EVENT HOST SIDE LEN AT RATES" lines on stdin.
 #   bench/failover-repeat.sh BUILD ROUNDS HOGS < cases
 #   e.g. echo "linkdown 1 recv 16777216 2.5 400mbit,200mbit" |
 #        bench/failover-repeat.sh build 20 3
@@ -16,22 +17,32 @@ mapfile -t cases
 [ ${#cases[@]} -gt 0 ] || { echo "no cases on stdin"; exit 2; }
 log=$(mktemp -d /tmp/fo-repeat.XXXXXX)
 hog_pids=()
-stop_hogs() { for p in "${hog_pids[@]}"; do kill "$p" 2>/dev/null; done; }
+start_hogs() {
+  for _ in $(seq "$hogs"); do
+      (exec 9>&-; while :; do :; done) &
+    hog_pids+=($!)
+  done
+}
+stop_hogs() {
+  for p in "${hog_pids[@]}"; do kill "$p" 2>/dev/null; done
+  hog_pids=()
+}
 trap stop_hogs EXIT
-for _ in $(seq "$hogs"); do
-  (while :; do :; done) &
-  hog_pids+=($!)
-done
+exec 9>>/tmp/mrail-netlab.lock
 echo "logs in $log; $hogs hog(s); ${#cases[@]} case(s) x $rounds round(s)"
 for r in $(seq "$rounds"); do
   for i in "${!cases[@]}"; do
     # shellcheck disable=SC2086
     set -- ${cases[$i]}
     out="$log/c$i.r$r"
-    flock /tmp/mrail-netlab.lock bash "$script" "$src/bench/netlab/netlab" \
+    flock 9
+    start_hogs
+    bash "$script" "$src/bench/netlab/netlab" \
       "$build/launcher/mrail-run" "$build/tests/engine/test_failover_flow" \
-      "$@" >"$out" 2>&1
+      "$@" >"$out" 2>&1 9>&-
     rc=$?
+    stop_hogs
+    flock -u 9
     echo "$rc" >"$out.rc"
     echo "round $r case $i (${cases[$i]}): rc $rc $(grep -o 'longest waits.*' "$out")"
   done
