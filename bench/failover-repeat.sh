@@ -19,7 +19,7 @@ log=$(mktemp -d /tmp/fo-repeat.XXXXXX)
 hog_pids=()
 start_hogs() {
   for _ in $(seq "$hogs"); do
-      (exec 9>&-; while :; do :; done) &
+    (exec 9>&-; while :; do :; done) &
     hog_pids+=($!)
   done
 }
