@@ -103,6 +103,10 @@ struct dc_hooks {
 	void (*ep_free)(struct dc_ep *ep);
 	/* ep_close was called, ep is still in its state: tell the peer. */
 	void (*ep_closing)(struct dc_ep *ep);
+	/* A closed endpoint the hardware may still reference (verbs work
+	 * requests outstanding): kept, and freed by a later progress once
+	 * this says false (or at dc_drv_fini). NULL: never busy. */
+	bool (*ep_busy)(const struct dc_ep *ep);
 	/* Handle what dc_ep_need_attention flagged (from progress). */
 	void (*ep_attend)(struct dc_ep *ep);
 	/* Work flagged outside progress needs a progress call: make

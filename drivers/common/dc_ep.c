@@ -4,7 +4,9 @@
  * marks the endpoint closed and parks it on drv->zombies (still in
  * drv->eps, so a walk of the endpoints stays valid); the memory is freed
  * when the outermost progress() returns, so code that made an upcall may
- * still look at ep->state afterwards.
+ * still look at ep->state afterwards. An endpoint the driver says is
+ * still busy (hooks->ep_busy: verbs work requests outstanding) stays
+ * parked until a later progress finds it idle.
  */
 #include "drivers/common/dc.h"
 #include "util/log.h"
@@ -26,11 +28,23 @@ void dc_drv_init(struct dc_drv *drv, const struct dc_hooks *hooks,
 	mrail_list_init(&drv->eps);
 }
 
-static void free_zombies(struct dc_drv *drv)
+static bool ep_busy(const struct dc_ep *ep)
 {
-	while (drv->zombies) {
-		struct dc_ep *ep = drv->zombies;
-		drv->zombies = ep->zombie_next;
+	return ep->drv->hooks->ep_busy && ep->drv->hooks->ep_busy(ep);
+}
+
+/* all: busy ones too (the instance closes). */
+static void free_zombies(struct dc_drv *drv, bool all)
+{
+	struct dc_ep **pp = &drv->zombies;
+
+	while (*pp) {
+		struct dc_ep *ep = *pp;
+		if (!all && ep_busy(ep)) {
+			pp = &ep->zombie_next;
+			continue;
+		}
+		*pp = ep->zombie_next;
 		mrail_list_remove(&ep->link);
 		drv->hooks->ep_free(ep);
 	}
@@ -42,7 +56,7 @@ void dc_drv_fini(struct dc_drv *drv)
 
 	dc_foreach_ep(pos, tmp, drv)
 		dc_ep_close(dc_ep_entry(pos));
-	free_zombies(drv);
+	free_zombies(drv, true);
 	for (int i = 0; i < drv->nlisteners; i++) {
 		close(drv->listeners[i]->poll.fd);
 		free(drv->listeners[i]);
@@ -247,7 +261,7 @@ void dc_ep_close(struct dc_ep *ep)
 	if (drv->hooks->ep_drop_ops)
 		drv->hooks->ep_drop_ops(ep);
 	forget_attention(ep);
-	if (drv->progress_depth > 0) {
+	if (drv->progress_depth > 0 || ep_busy(ep)) {
 		ep->zombie_next = drv->zombies;
 		drv->zombies = ep;
 	} else {
@@ -267,7 +281,7 @@ bool dc_progress_enter(struct dc_drv *drv)
 void dc_progress_leave(struct dc_drv *drv)
 {
 	drv->progress_depth--;
-	free_zombies(drv);
+	free_zombies(drv, false);
 }
 
 void dc_op_ep_set_ctx(struct mrail_drv_ep *ep, void *ep_ctx)

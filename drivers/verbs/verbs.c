@@ -129,6 +129,18 @@ static const struct mrail_verbs_api *choose_api(struct mrail_drv *drv,
 }
 
 static void vb_close(struct mrail_drv *drv);
+static void ep_closing(struct dc_ep *dc);
+static void ep_drop_ops(struct dc_ep *dc);
+static bool ep_busy(const struct dc_ep *dc);
+static void ep_free(struct dc_ep *dc);
+
+static const struct dc_hooks vb_hooks = {
+	.name = "verbs",
+	.ep_free = ep_free,
+	.ep_closing = ep_closing,
+	.ep_drop_ops = ep_drop_ops,
+	.ep_busy = ep_busy,
+};
 
 static int vb_open(const struct mrail_drv_open_args *args,
 		   struct mrail_drv **out)
@@ -143,7 +155,7 @@ static int vb_open(const struct mrail_drv_open_args *args,
 	drv = calloc(1, sizeof *drv);
 	if (!drv)
 		return MRAIL_ERR_NOMEM;
-	mrail_drv_base_init(&drv->base, &mrail_verbs_driver_ops, args);
+	dc_drv_init(&drv->dc, &vb_hooks, &mrail_verbs_driver_ops, args);
 	drv->api = choose_api(drv, args->params);
 	drv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	drv->timerfd = timerfd_create(CLOCK_MONOTONIC,
@@ -207,29 +219,11 @@ fail:
 	return rc;
 }
 
-static void free_zombies(struct mrail_drv *drv, bool all)
-{
-	struct mrail_drv_ep **pp = &drv->zombies;
-
-	while (*pp) {
-		struct mrail_drv_ep *ep = *pp;
-		if (all || ep->posted <= 0) {
-			*pp = ep->next;
-			vb_ep_destroy(ep);
-		} else {
-			pp = &ep->next;
-		}
-	}
-}
-
-
 static void vb_close(struct mrail_drv *drv)
 {
 	if (!drv)
 		return;
-	while (drv->eps)
-		vb_ep_close(drv->eps);
-	free_zombies(drv, true);
+	dc_drv_fini(&drv->dc);
 	for (int i = 0; i < drv->nports; i++)
 		vb_listener_close(&drv->ports[i]);
 	for (int i = 0; i < drv->ndev; i++)
@@ -333,15 +327,20 @@ static int vb_listen(struct mrail_drv *drv, const char *local, void *addr,
 struct mrail_drv_ep *vb_ep_by_qpn(struct mrail_drv *drv, struct vb_dev *dev,
 				  uint32_t qpn)
 {
-	for (struct mrail_drv_ep *ep = drv->eps; ep; ep = ep->next)
-		if (ep->qp && ep->qp->qp_num == qpn && ep->port->dev == dev)
+	struct mrail_list *pos, *tmp;
+
+	dc_foreach_ep(pos, tmp, &drv->dc) {
+		struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc_ep_entry(pos);
+		if (ep->dc.state != DC_EP_CLOSED && ep->qp &&
+		    ep->qp->qp_num == qpn && ep->port->dev == dev)
 			return ep;
+	}
 	return NULL;
 }
 
 int vb_ep_setup(struct mrail_drv_ep *ep)
 {
-	struct mrail_drv *drv = ep->drv;
+	struct mrail_drv *drv = vb_drv(ep);
 	struct vb_dev *d = ep->port->dev;
 	size_t bytes = (size_t)(VB_RECV_DEPTH + VB_SEND_BUFS) * VB_BUF;
 	struct ibv_qp_init_attr ia = {0};
@@ -402,7 +401,7 @@ int vb_ep_setup(struct mrail_drv_ep *ep)
 
 int vb_qp_connect(struct mrail_drv_ep *ep)
 {
-	const struct mrail_verbs_api *api = ep->drv->api;
+	const struct mrail_verbs_api *api = vb_drv(ep)->api;
 	struct vb_port *p = ep->port;
 	struct ibv_qp_attr a = {0};
 	uint8_t mtu = p->attr.active_mtu;
@@ -420,7 +419,7 @@ int vb_qp_connect(struct mrail_drv_ep *ep)
 	if (p->eth || !ep->rlid) {
 		a.ah_attr.is_global = 1;
 		a.ah_attr.grh.dgid = ep->rgid;
-		a.ah_attr.grh.sgid_index = (uint8_t)ep->drv->gid_index;
+		a.ah_attr.grh.sgid_index = (uint8_t)vb_drv(ep)->gid_index;
 		a.ah_attr.grh.hop_limit = 64;
 	}
 	if (api->modify_qp(ep->qp, &a,
@@ -450,7 +449,7 @@ int vb_qp_connect(struct mrail_drv_ep *ep)
 
 void vb_ep_destroy(struct mrail_drv_ep *ep)
 {
-	const struct mrail_verbs_api *api = ep->drv->api;
+	const struct mrail_verbs_api *api = vb_drv(ep)->api;
 
 	vb_ep_drop_pending(ep);
 	if (ep->qp)
@@ -501,17 +500,13 @@ static int vb_connect(struct mrail_drv *drv, const char *local,
 	ep = calloc(1, sizeof *ep);
 	if (!ep)
 		return MRAIL_ERR_NOMEM;
-	ep->drv = drv;
+	ep->dc.drv = &drv->dc; /* set-up needs it; listed once set up */
 	ep->port = p;
-	ep->ctx = ep_ctx;
-	ep->state = VB_EP_CONNECTING;
 	ep->rlid = (uint16_t)(b[8] | b[9] << 8);
 	ep->rud_qpn = vb_get32(b + 12);
 	memcpy(ep->rgid.raw, b + 16, 16);
 	ep->rdev = b[7];
 	ep->req_id = ++drv->next_req_id;
-	ep->next = drv->eps;
-	drv->eps = ep;
 	rc = vb_ep_setup(ep);
 	if (rc == 0) {
 		ep->ah = vb_ah_create(p, &ep->rgid, ep->rlid);
@@ -519,13 +514,13 @@ static int vb_connect(struct mrail_drv *drv, const char *local,
 			rc = MRAIL_ERR_IO;
 	}
 	if (rc) {
-		drv->eps = ep->next;
 		vb_ep_destroy(ep);
 		return rc;
 	}
-	snprintf(ep->local_name, sizeof ep->local_name, "%s/qp%#x", p->name,
+	vb_ep_add(drv, ep, DC_EP_CONNECTING, ep_ctx);
+	snprintf(ep->dc.local_name, sizeof ep->dc.local_name, "%s/qp%#x", p->name,
 		 ep->qp->qp_num);
-	snprintf(ep->remote_name, sizeof ep->remote_name, "ud%#x@%s",
+	snprintf(ep->dc.remote_name, sizeof ep->dc.remote_name, "ud%#x@%s",
 		 ep->rud_qpn, "peer");
 	vb_cm_send(p, ep->ah, ep->rud_qpn, VB_CM_REQ, ep, 0);
 	ep->tries = 1;
@@ -537,21 +532,6 @@ static int vb_connect(struct mrail_drv *drv, const char *local,
 
 /* ---- endpoint operations ----------------------------------------------- */
 
-static void vb_ep_set_ctx(struct mrail_drv_ep *ep, void *ctx)
-{
-	if (ep)
-		ep->ctx = ctx;
-}
-
-static void vb_ep_names(struct mrail_drv_ep *ep, char *local, size_t llen,
-			char *remote, size_t rlen)
-{
-	if (local && llen)
-		snprintf(local, llen, "%s", ep ? ep->local_name : "?");
-	if (remote && rlen)
-		snprintf(remote, rlen, "%s", ep ? ep->remote_name : "?");
-}
-
 static void vb_ep_query(struct mrail_drv_ep *ep, struct mrail_drv_ep_info *info)
 {
 	(void)ep;
@@ -561,45 +541,49 @@ static void vb_ep_query(struct mrail_drv_ep *ep, struct mrail_drv_ep_info *info)
 	}
 }
 
-static void unlink_ep(struct mrail_drv_ep *ep)
-{
-	struct mrail_drv_ep **pp = &ep->drv->eps;
-
-	while (*pp && *pp != ep)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = ep->next;
-}
-
 static void qp_to_error(struct mrail_drv_ep *ep)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
 
 	/* Outstanding work requests complete (flushed) from now on. */
 	if (ep->qp)
-		ep->drv->api->modify_qp(ep->qp, &a, IBV_QP_STATE);
+		vb_drv(ep)->api->modify_qp(ep->qp, &a, IBV_QP_STATE);
 }
 
-void vb_ep_close(struct mrail_drv_ep *ep)
+/* The peer learns at once (as from a CM disconnect request), not at its
+ * next send's retry timeout. */
+static void ep_closing(struct dc_ep *dc)
 {
-	struct mrail_drv *drv;
+	struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc;
 
-	if (!ep || ep->state == VB_EP_CLOSED)
-		return;
-	drv = ep->drv;
-	/* The peer learns at once (as from a CM disconnect request), not
-	 * at its next send's retry timeout. */
-	if (ep->state == VB_EP_CONNECTED && ep->established)
+	if (ep->dc.state == DC_EP_CONNECTED && ep->established)
 		vb_cm_send(ep->port, ep->ah, ep->rud_qpn, VB_CM_DISC, ep,
 			   ep->rqpn);
-	ep->state = VB_EP_CLOSED;
+}
+
+static void ep_drop_ops(struct dc_ep *dc)
+{
+	struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc;
+
 	vb_ep_drop_pending(ep);
 	qp_to_error(ep);
-	unlink_ep(ep);
-	ep->next = drv->zombies;
-	drv->zombies = ep;
-	if (drv->progress_depth == 0)
-		free_zombies(drv, false);
+}
+
+/* Work requests still outstanding may complete into its buffers. */
+static bool ep_busy(const struct dc_ep *dc)
+{
+	return ((const struct mrail_drv_ep *)dc)->posted > 0;
+}
+
+static void ep_free(struct dc_ep *dc)
+{
+	vb_ep_destroy((struct mrail_drv_ep *)dc);
+}
+
+void vb_ep_add(struct mrail_drv *drv, struct mrail_drv_ep *ep,
+	       enum dc_ep_state state, void *ctx)
+{
+	dc_ep_add(&drv->dc, &ep->dc, -1, state, ctx);
 }
 
 void vb_ep_fail(struct mrail_drv_ep *ep, int status, bool tell_peer,
@@ -608,20 +592,20 @@ void vb_ep_fail(struct mrail_drv_ep *ep, int status, bool tell_peer,
 	char why[256];
 	va_list ap;
 
-	if (ep->state != VB_EP_CONNECTED)
+	if (ep->dc.state != DC_EP_CONNECTED)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof why, fmt, ap);
 	va_end(ap);
-	mrail_info("verbs: %s -> %s: %s", ep->local_name, ep->remote_name,
+	mrail_info("verbs: %s -> %s: %s", ep->dc.local_name, ep->dc.remote_name,
 		   why);
-	ep->state = VB_EP_FAILED;
+	ep->dc.state = DC_EP_FAILED;
 	qp_to_error(ep);
 	if (tell_peer)
 		vb_cm_send(ep->port, ep->ah, ep->rud_qpn, VB_CM_DISC, ep,
 			   ep->rqpn);
-	ep->drv->base.up->ep_error(ep->ctx, status, why);
-	if (ep->state == VB_EP_CLOSED)
+	vb_drv(ep)->dc.base.up->ep_error(ep->dc.ctx, status, why);
+	if (ep->dc.state == DC_EP_CLOSED)
 		return;
 	vb_ep_fail_pending(ep, status);
 }
@@ -687,20 +671,23 @@ static void drain_events(struct mrail_drv *drv)
 
 static int vb_progress(struct mrail_drv *drv)
 {
+	struct mrail_list *pos, *tmp;
 	int n = 0;
 	double now, next;
 
-	if (!drv || drv->progress_depth > 0)
+	if (!drv || !dc_progress_enter(&drv->dc))
 		return 0;
-	drv->progress_depth++;
 	drain_events(drv);
 	for (int i = 0; i < drv->ndev; i++)
 		n += poll_dev(drv, &drv->devs[i]);
 	now = mrail_now();
 	next = vb_cm_retransmit(drv, now);
 again:
-	for (struct mrail_drv_ep *ep = drv->eps; ep; ep = ep->next) {
-		if (ep->state == VB_EP_CONNECTED && ep->post_err) {
+	dc_foreach_ep(pos, tmp, &drv->dc) {
+		struct mrail_drv_ep *ep = (struct mrail_drv_ep *)dc_ep_entry(pos);
+		if (ep->dc.state == DC_EP_CLOSED)
+			continue;
+		if (ep->dc.state == DC_EP_CONNECTED && ep->post_err) {
 			int err = ep->post_err;
 			ep->post_err = 0;
 			vb_ep_fail(ep, MRAIL_ERR_IO, true,
@@ -708,7 +695,7 @@ again:
 				   strerror(err));
 			goto again; /* the list may have changed */
 		}
-		if (ep->state == VB_EP_CONNECTED && ep->flushed) {
+		if (ep->dc.state == DC_EP_CONNECTED && ep->flushed) {
 			vb_ep_fail(ep, MRAIL_ERR_PEER, true,
 				   "the QP entered the error state (work "
 				   "requests flushed)");
@@ -718,8 +705,7 @@ again:
 	}
 	if (!isinf(next))
 		vb_timer_want(drv, next);
-	drv->progress_depth--;
-	free_zombies(drv, false);
+	dc_progress_leave(&drv->dc);
 	return n;
 }
 
@@ -731,13 +717,13 @@ const struct mrail_drv_ops mrail_verbs_driver_ops = {
 	.query_caps = vb_query_caps,
 	.listen = vb_listen,
 	.connect = vb_connect,
-	.ep_set_ctx = vb_ep_set_ctx,
+	.ep_set_ctx = dc_op_ep_set_ctx,
 	.send = vb_send,
-	.ep_backlog = vb_ep_backlog,
+	.ep_backlog = dc_op_ep_backlog,
 	.progress = vb_progress,
 	.wait_fd = vb_wait_fd,
-	.ep_names = vb_ep_names,
-	.ep_close = vb_ep_close,
+	.ep_names = dc_op_ep_names,
+	.ep_close = dc_op_ep_close,
 	.list_rails = vb_list_rails,
 	.ep_query = vb_ep_query,
 	.rma = &vb_rma_ops,

@@ -206,7 +206,7 @@ static void peer_from(struct mrail_drv_ep *ep, const struct cm_msg *c)
 	ep->rdev = c->dev;
 	ep->mtu = c->mtu;
 	ep->credits = c->credits;
-	snprintf(ep->remote_name, sizeof ep->remote_name,
+	snprintf(ep->dc.remote_name, sizeof ep->dc.remote_name,
 		 "qp%#x@%02x%02x:%02x%02x:%02x%02x:%02x%02x lid %u", c->qpn,
 		 c->gid.raw[8], c->gid.raw[9], c->gid.raw[10], c->gid.raw[11],
 		 c->gid.raw[12], c->gid.raw[13], c->gid.raw[14],
@@ -218,21 +218,25 @@ static void on_req(struct vb_port *p, const struct cm_msg *c)
 	struct mrail_drv *drv = p->dev->drv;
 	struct mrail_drv_ep *ep;
 	struct ibv_ah *ah;
+	struct mrail_list *pos, *tmp;
 	void *ctx;
 
-	for (ep = drv->eps; ep; ep = ep->next)
-		if (ep->accepted && ep->port == p && ep->rqpn == c->qpn &&
+	dc_foreach_ep(pos, tmp, &drv->dc) {
+		ep = (struct mrail_drv_ep *)dc_ep_entry(pos);
+		if (ep->dc.state != DC_EP_CLOSED && ep->accepted &&
+		    ep->port == p && ep->rqpn == c->qpn &&
 		    !memcmp(ep->rgid.raw, c->gid.raw, 16)) {
 			/* Our REP was lost: say it again. */
-			if (ep->state == VB_EP_CONNECTED)
+			if (ep->dc.state == DC_EP_CONNECTED)
 				vb_cm_send(p, ep->ah, ep->rud_qpn, VB_CM_REP,
 					   ep, c->qpn);
 			return;
 		}
+	}
 	ep = calloc(1, sizeof *ep);
 	if (!ep)
 		return;
-	ep->drv = drv;
+	ep->dc.drv = &drv->dc; /* set-up needs it; listed once set up */
 	ep->port = p;
 	ep->accepted = true;
 	ep->req_id = c->req_id;
@@ -247,30 +251,28 @@ static void on_req(struct vb_port *p, const struct cm_msg *c)
 		vb_ep_destroy(ep);
 		return;
 	}
-	ep->state = VB_EP_CONNECTED;
-	snprintf(ep->local_name, sizeof ep->local_name, "%s/qp%#x", p->name,
+	vb_ep_add(drv, ep, DC_EP_CONNECTED, NULL);
+	snprintf(ep->dc.local_name, sizeof ep->dc.local_name, "%s/qp%#x", p->name,
 		 ep->qp->qp_num);
-	ep->next = drv->eps;
-	drv->eps = ep;
 	vb_cm_send(p, ep->ah, ep->rud_qpn, VB_CM_REP, ep, c->qpn);
-	ctx = drv->base.up->accepted(drv->base.engine_ctx, ep);
-	if (ep->state == VB_EP_CLOSED)
+	ctx = drv->dc.base.up->accepted(drv->dc.base.engine_ctx, ep);
+	if (ep->dc.state == DC_EP_CLOSED)
 		return;
 	if (!ctx) {
 		vb_cm_send(p, ep->ah, ep->rud_qpn, VB_CM_DISC, ep, ep->rqpn);
-		vb_ep_close(ep);
+		dc_ep_close(&ep->dc);
 		return;
 	}
-	ep->ctx = ctx;
+	ep->dc.ctx = ctx;
 }
 
 static void connect_failed(struct mrail_drv_ep *ep, const char *why)
 {
 	mrail_warn("verbs: connection from %s to %s failed: %s",
-		   ep->local_name, ep->remote_name, why);
-	ep->state = VB_EP_FAILED;
-	ep->drv->base.up->connected(ep->ctx, MRAIL_ERR_PEER);
-	if (ep->state != VB_EP_CLOSED)
+		   ep->dc.local_name, ep->dc.remote_name, why);
+	ep->dc.state = DC_EP_FAILED;
+	vb_drv(ep)->dc.base.up->connected(ep->dc.ctx, MRAIL_ERR_PEER);
+	if (ep->dc.state != DC_EP_CLOSED)
 		vb_ep_fail_pending(ep, MRAIL_ERR_PEER);
 }
 
@@ -278,7 +280,7 @@ static void on_rep(struct vb_port *p, const struct cm_msg *c, int type)
 {
 	struct mrail_drv_ep *ep = vb_ep_by_qpn(p->dev->drv, p->dev, c->target);
 
-	if (!ep || ep->state != VB_EP_CONNECTING || ep->req_id != c->req_id)
+	if (!ep || ep->dc.state != DC_EP_CONNECTING || ep->req_id != c->req_id)
 		return; /* a late duplicate */
 	if (type == VB_CM_REJ) {
 		connect_failed(ep, "the peer refused it");
@@ -289,15 +291,15 @@ static void on_rep(struct vb_port *p, const struct cm_msg *c, int type)
 		connect_failed(ep, "the QP did not reach RTS");
 		return;
 	}
-	ep->state = VB_EP_CONNECTED;
+	ep->dc.state = DC_EP_CONNECTED;
 	ep->established = true;
 	if (vb_send_rtu(ep)) {
 		connect_failed(ep, "cannot post the RTU message");
 		return;
 	}
-	mrail_debug("verbs: connected %s -> %s", ep->local_name,
-		    ep->remote_name);
-	ep->drv->base.up->connected(ep->ctx, 0);
+	mrail_debug("verbs: connected %s -> %s", ep->dc.local_name,
+		    ep->dc.remote_name);
+	vb_drv(ep)->dc.base.up->connected(ep->dc.ctx, 0);
 }
 
 static void on_disc(struct vb_port *p, const struct cm_msg *c)
@@ -350,9 +352,12 @@ double vb_cm_retransmit(struct mrail_drv *drv, double now)
 	double next = INFINITY;
 	struct mrail_drv_ep *ep;
 
+	struct mrail_list *pos, *tmp;
+
 again:
-	for (ep = drv->eps; ep; ep = ep->next) {
-		if (ep->state != VB_EP_CONNECTING)
+	dc_foreach_ep(pos, tmp, &drv->dc) {
+		ep = (struct mrail_drv_ep *)dc_ep_entry(pos);
+		if (ep->dc.state != DC_EP_CONNECTING)
 			continue;
 		if (now >= ep->next_retx) {
 			if (ep->tries >= VB_CONNECT_TRIES) {

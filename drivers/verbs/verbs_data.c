@@ -45,7 +45,7 @@ int vb_post_recv(struct mrail_drv_ep *ep, int idx)
 	struct ibv_sge sge = {(uintptr_t)rbuf(ep, idx), VB_BUF, ep->mr->lkey};
 	struct ibv_recv_wr wr = {.wr_id = (uintptr_t)&ep->rwr[idx],
 				 .sg_list = &sge, .num_sge = 1}, *bad;
-	int rc = ep->drv->api->post_recv(ep->qp, &wr, &bad);
+	int rc = vb_drv(ep)->api->post_recv(ep->qp, &wr, &bad);
 
 	if (rc == 0)
 		ep->posted++;
@@ -85,11 +85,11 @@ static int post_msg(struct mrail_drv_ep *ep, int idx, uint32_t len,
 	wr.opcode = IBV_WR_SEND;
 	wr.send_flags = IBV_SEND_SIGNALED |
 			(len <= ep->max_inline ? IBV_SEND_INLINE : 0);
-	rc = ep->drv->api->post_send(ep->qp, &wr, &bad);
+	rc = vb_drv(ep)->api->post_send(ep->qp, &wr, &bad);
 	if (rc) {
 		ep->sfree[ep->nsfree++] = idx;
 		ep->post_err = rc;
-		vb_timer_want(ep->drv, mrail_now()); /* progress reports it */
+		vb_timer_want(vb_drv(ep), mrail_now()); /* progress reports it */
 		return rc;
 	}
 	ep->credits--;
@@ -207,10 +207,10 @@ static void post_rma(struct mrail_drv_ep *ep)
 		wr.send_flags = IBV_SEND_SIGNALED;
 		wr.wr.rdma.remote_addr = op->raddr;
 		wr.wr.rdma.rkey = op->rkey;
-		rc = ep->drv->api->post_send(ep->qp, &wr, &bad);
+		rc = vb_drv(ep)->api->post_send(ep->qp, &wr, &bad);
 		if (rc) {
 			ep->post_err = rc;
-			vb_timer_want(ep->drv, mrail_now());
+			vb_timer_want(vb_drv(ep), mrail_now());
 			return;
 		}
 		op->posted = true;
@@ -221,7 +221,7 @@ static void post_rma(struct mrail_drv_ep *ep)
 
 void vb_ep_push(struct mrail_drv_ep *ep)
 {
-	if (ep->state != VB_EP_CONNECTED || !ep->established || ep->post_err)
+	if (ep->dc.state != DC_EP_CONNECTED || !ep->established || ep->post_err)
 		return;
 	post_rma(ep);
 	while (ep->fq_post && !ep->post_err && post_next(ep))
@@ -237,11 +237,11 @@ int vb_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	struct vb_frame *f;
 	uint64_t blen = 0;
 
-	if (!ep || ep->state == VB_EP_CLOSED || (head_len && !head) ||
+	if (!ep || ep->dc.state == DC_EP_CLOSED || (head_len && !head) ||
 	    head_len > VB_MAX_HEAD || body_cnt < 0 ||
 	    body_cnt > VB_MAX_BODY_IOV || (body_cnt && !body))
 		return MRAIL_ERR_INVALID;
-	if (ep->state == VB_EP_FAILED)
+	if (ep->dc.state == DC_EP_FAILED)
 		return MRAIL_ERR_PEER;
 	for (int i = 0; i < body_cnt; i++)
 		blen += body[i].iov_len;
@@ -264,27 +264,22 @@ int vb_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	ep->fq_tail = f;
 	if (!ep->fq_post)
 		ep->fq_post = f;
-	ep->backlog += head_len + blen;
+	ep->dc.backlog += head_len + blen;
 	vb_ep_push(ep); /* posting makes no upcall */
 	return 0;
-}
-
-uint64_t vb_ep_backlog(struct mrail_drv_ep *ep)
-{
-	return ep ? ep->backlog : 0;
 }
 
 /* Frames at the head whose messages all completed: send_done. */
 static void complete_frames(struct mrail_drv_ep *ep)
 {
 	while (ep->fq_head && ep->fq_head != ep->fq_post &&
-	       ep->fq_head->inflight == 0 && ep->state == VB_EP_CONNECTED) {
+	       ep->fq_head->inflight == 0 && ep->dc.state == DC_EP_CONNECTED) {
 		struct vb_frame *f = ep->fq_head;
 		ep->fq_head = f->next;
 		if (!ep->fq_head)
 			ep->fq_tail = NULL;
-		ep->backlog -= f->head_len + f->body_len;
-		ep->drv->base.up->send_done(ep->ctx, f->send_ctx, 0);
+		ep->dc.backlog -= f->head_len + f->body_len;
+		vb_drv(ep)->dc.base.up->send_done(ep->dc.ctx, f->send_ctx, 0);
 		free(f);
 	}
 }
@@ -314,7 +309,7 @@ static void body_copy(struct mrail_drv_ep *ep, const uint8_t *src, size_t n)
 static bool on_message(struct mrail_drv_ep *ep, const uint8_t *m,
 		       uint32_t len)
 {
-	const struct mrail_drv_upcalls *up = ep->drv->base.up;
+	const struct mrail_drv_upcalls *up = vb_drv(ep)->dc.base.up;
 	uint32_t head_len;
 	uint64_t body_len, here;
 
@@ -344,14 +339,14 @@ static bool on_message(struct mrail_drv_ep *ep, const uint8_t *m,
 			return false;
 		}
 		if (!body_len) {
-			up->recv_frame(ep->ctx, m + VB_HDR, head_len);
-			return ep->state == VB_EP_CONNECTED;
+			up->recv_frame(ep->dc.ctx, m + VB_HDR, head_len);
+			return ep->dc.state == DC_EP_CONNECTED;
 		}
 		ep->rx_cnt = VB_MAX_BODY_IOV;
-		ep->rx_cookie = up->recv_body(ep->ctx, m + VB_HDR, head_len,
+		ep->rx_cookie = up->recv_body(ep->dc.ctx, m + VB_HDR, head_len,
 					      body_len, ep->rx_iov,
 					      &ep->rx_cnt);
-		if (ep->state != VB_EP_CONNECTED)
+		if (ep->dc.state != DC_EP_CONNECTED)
 			return false;
 		if (!ep->rx_cookie || ep->rx_cnt < 0 ||
 		    ep->rx_cnt > VB_MAX_BODY_IOV) {
@@ -384,9 +379,9 @@ static bool on_message(struct mrail_drv_ep *ep, const uint8_t *m,
 	}
 	if (ep->rx_left == 0) {
 		ep->rx_body = false;
-		up->recv_body_done(ep->ctx, ep->rx_cookie);
+		up->recv_body_done(ep->dc.ctx, ep->rx_cookie);
 	}
-	return ep->state == VB_EP_CONNECTED;
+	return ep->dc.state == DC_EP_CONNECTED;
 }
 
 static void rma_finish(struct mrail_drv_ep *ep, struct vb_rma *op,
@@ -404,7 +399,7 @@ static void rma_finish(struct mrail_drv_ep *ep, struct vb_rma *op,
 				ep->rma_tail = o;
 		}
 	}
-	ep->drv->base.up->rma_done(ep->ctx, op->op_ctx, status);
+	vb_drv(ep)->dc.base.up->rma_done(ep->dc.ctx, op->op_ctx, status);
 	free(op);
 }
 
@@ -412,7 +407,7 @@ void vb_rc_completion(struct mrail_drv_ep *ep, struct vb_wr *w,
 		      const struct ibv_wc *wc)
 {
 	bool ok = wc->status == IBV_WC_SUCCESS;
-	bool live = ep->state == VB_EP_CONNECTED;
+	bool live = ep->dc.state == DC_EP_CONNECTED;
 
 	if (w->kind == VB_WR_SEND)
 		ep->sfree[ep->nsfree++] = w->idx;
@@ -484,25 +479,25 @@ static void bury_rma(struct mrail_drv_ep *ep, struct vb_rma *op)
 
 void vb_ep_fail_pending(struct mrail_drv_ep *ep, int status)
 {
-	const struct mrail_drv_upcalls *up = ep->drv->base.up;
+	const struct mrail_drv_upcalls *up = vb_drv(ep)->dc.base.up;
 
-	while (ep->fq_head && ep->state != VB_EP_CLOSED) {
+	while (ep->fq_head && ep->dc.state != DC_EP_CLOSED) {
 		struct vb_frame *f = ep->fq_head;
 		ep->fq_head = f->next;
 		if (!ep->fq_head)
 			ep->fq_tail = NULL;
 		if (ep->fq_post == f)
 			ep->fq_post = f->next;
-		ep->backlog -= f->head_len + f->body_len;
-		up->send_done(ep->ctx, f->send_ctx, status);
+		ep->dc.backlog -= f->head_len + f->body_len;
+		up->send_done(ep->dc.ctx, f->send_ctx, status);
 		bury_frame(ep, f);
 	}
-	while (ep->rma_head && ep->state != VB_EP_CLOSED) {
+	while (ep->rma_head && ep->dc.state != DC_EP_CLOSED) {
 		struct vb_rma *op = ep->rma_head;
 		ep->rma_head = op->next;
 		if (!ep->rma_head)
 			ep->rma_tail = NULL;
-		up->rma_done(ep->ctx, op->op_ctx, status);
+		up->rma_done(ep->dc.ctx, op->op_ctx, status);
 		bury_rma(ep, op);
 	}
 }
@@ -515,7 +510,7 @@ void vb_ep_drop_pending(struct mrail_drv_ep *ep)
 		bury_frame(ep, f);
 	}
 	ep->fq_tail = ep->fq_post = NULL;
-	ep->backlog = 0;
+	ep->dc.backlog = 0;
 	while (ep->rma_head) {
 		struct vb_rma *op = ep->rma_head;
 		ep->rma_head = op->next;
@@ -634,10 +629,10 @@ static int post_op(struct mrail_drv_ep *ep, bool read, void *laddr,
 	struct vb_rma *op;
 	int dev;
 
-	if (!ep || ep->state == VB_EP_CLOSED || !laddr || !len ||
+	if (!ep || ep->dc.state == DC_EP_CLOSED || !laddr || !len ||
 	    len > VB_MAX_RMA || !k || !lmr || lmr->magic != VB_MR_MAGIC)
 		return MRAIL_ERR_INVALID;
-	if (ep->state == VB_EP_FAILED)
+	if (ep->dc.state == DC_EP_FAILED)
 		return MRAIL_ERR_PEER;
 	dev = ep->port->dev->index;
 	if ((uintptr_t)laddr < (uintptr_t)lmr->addr || len > lmr->len ||

@@ -8,6 +8,7 @@
 #ifndef MRAIL_DRIVERS_VERBS_INTERNAL_H
 #define MRAIL_DRIVERS_VERBS_INTERNAL_H
 
+#include "drivers/common/dc.h"
 #include "drivers/common/dc_le.h"
 #include "drivers/driver.h"
 #include "drivers/verbs/verbs_api.h"
@@ -126,21 +127,14 @@ struct vb_rma {
 	bool posted;
 };
 
-enum vb_ep_state {
-	VB_EP_CONNECTING, /* REQ sent, waiting for REP */
-	VB_EP_CONNECTED,
-	VB_EP_FAILED,
-	VB_EP_CLOSED,
-};
-
+/* States are drivers/common's: DC_EP_CONNECTING (REQ sent, waiting for
+ * REP), DC_EP_CONNECTED, DC_EP_FAILED, DC_EP_CLOSED (kept while work
+ * requests are outstanding: dc_hooks.ep_busy). */
 struct mrail_drv_ep {
-	struct mrail_drv *drv;
+	struct dc_ep dc; /* first: state, ctx, names, backlog (drivers/common) */
 	struct vb_port *port;
-	void *ctx;
-	enum vb_ep_state state;
 	bool established; /* may send: REP seen, or first message seen */
 	bool accepted;
-	struct mrail_drv_ep *next; /* drv->eps or drv->zombies */
 
 	struct ibv_qp *qp;
 	uint32_t psn;
@@ -178,7 +172,6 @@ struct mrail_drv_ep {
 	struct vb_rma *dead_rma;
 	int post_err; /* a post failed outside progress (errno) */
 	bool flushed; /* a work request was flushed: the QP is in error */
-	uint64_t backlog;
 	struct vb_rma *rma_head, *rma_tail; /* in posting order */
 
 	/* a body arriving over several messages */
@@ -188,13 +181,10 @@ struct mrail_drv_ep {
 	int rx_cnt, rx_i;
 	size_t rx_off;
 	uint64_t rx_left;
-
-	char local_name[64];
-	char remote_name[96];
 };
 
 struct mrail_drv {
-	struct mrail_drv_base base;
+	struct dc_drv dc; /* first: upcalls, endpoints */
 	const struct mrail_verbs_api *api;
 	int epfd;
 	int timerfd;
@@ -203,12 +193,14 @@ struct mrail_drv {
 	int ndev;
 	struct vb_port ports[VB_MAX_RAILS];
 	int nports;
-	struct mrail_drv_ep *eps;
-	struct mrail_drv_ep *zombies; /* closed, work requests outstanding */
-	int progress_depth;
 	uint32_t next_req_id;
 	int gid_index; /* GID table entry of every port (RoCE v2: often 1 or 3) */
 };
+
+static inline struct mrail_drv *vb_drv(const struct mrail_drv_ep *ep)
+{
+	return (struct mrail_drv *)ep->dc.drv;
+}
 
 /* ---- verbs.c ----------------------------------------------------------- */
 /* Fail ep (progress only): ep_error, then errors for its pending work.
@@ -222,7 +214,9 @@ struct mrail_drv_ep *vb_ep_by_qpn(struct mrail_drv *drv, struct vb_dev *dev,
 int vb_qp_connect(struct mrail_drv_ep *ep);
 int vb_ep_setup(struct mrail_drv_ep *ep); /* QP (INIT), buffers, receives */
 void vb_ep_destroy(struct mrail_drv_ep *ep);
-void vb_ep_close(struct mrail_drv_ep *ep);
+/* Register a set-up endpoint with drivers/common. */
+void vb_ep_add(struct mrail_drv *drv, struct mrail_drv_ep *ep,
+	       enum dc_ep_state state, void *ctx);
 
 /* ---- verbs_rails.c ----------------------------------------------------- */
 /* Active ports of d become rails (name, fabric, nominal bandwidth). */
@@ -250,7 +244,6 @@ double vb_cm_retransmit(struct mrail_drv *drv, double now);
 /* ---- verbs_data.c ------------------------------------------------------ */
 int vb_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	    const struct iovec *body, int body_cnt, void *send_ctx);
-uint64_t vb_ep_backlog(struct mrail_drv_ep *ep);
 int vb_post_recv(struct mrail_drv_ep *ep, int idx);
 /* Post what credits and queue room allow (frames, credits, RMA). */
 void vb_ep_push(struct mrail_drv_ep *ep);
