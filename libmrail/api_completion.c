@@ -63,11 +63,8 @@ MRAIL_API int mrail_progress(mrail_engine_t *e)
 		return MRAIL_ERR_INVALID;
 	engine_lock(e);
 	int n = engine_progress(e);
-	int due = !mrail_list_empty(&e->cbq);
 	engine_unlock(e);
-	/* Lock released: they may post. Not even looked at when none is due
-	 * (two lock round trips per idle call under opal_progress's spin). */
-	return due ? n + request_run_callbacks(e) : n;
+	return n + request_run_callbacks(e); /* lock released: they may post */
 }
 
 MRAIL_API int mrail_test(mrail_engine_t *e, mrail_request_t *r,

@@ -377,7 +377,6 @@ struct mrail_engine *engine_alloc(void)
 	mrail_list_init(&e->posted);
 	mrail_list_init(&e->unexpected);
 	mrail_list_init(&e->free_ops);
-	mrail_list_init(&e->free_small);
 	requests_init(e);
 	e->wake_fd = -1;
 	e->idle_wait_max_ms = 1;
@@ -503,15 +502,12 @@ void engine_free(struct mrail_engine *e)
 	if (e->strategy && e->strategy_state)
 		e->strategy->fini(e->strategy_state);
 	mrail_strategy_unload(e->strategy_dl); /* after fini: its code */
-	struct mrail_list *lists[] = {&e->free_ops, &e->free_small};
-	for (unsigned i = 0; i < 2; i++)
-		mrail_list_foreach_safe(pos, tmp, lists[i]) {
-			struct send_op *op =
-				mrail_list_entry(pos, struct send_op, link);
-			mrail_list_remove(pos);
-			free(op->buf);
-			free(op);
-		}
+	mrail_list_foreach_safe(pos, tmp, &e->free_ops) {
+		struct send_op *op = mrail_list_entry(pos, struct send_op, link);
+		mrail_list_remove(pos);
+		free(op->buf);
+		free(op);
+	}
 	free(e->handles);
 	free(e->netifs);
 	free(e->dups);

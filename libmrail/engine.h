@@ -132,8 +132,6 @@ struct mrail_engine {
 
 	struct mrail_list free_ops;    /* recycled packet send_ops */
 	unsigned nfree_ops;            /* at most FREE_OPS_MAX (rail.c) */
-	struct mrail_list free_small;  /* the same with SMALL_PACKET buffers */
-	unsigned nfree_small;          /* at most FREE_SMALL_MAX */
 	size_t packet_cap;
 
 	int progress_thread_running;

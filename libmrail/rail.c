@@ -91,40 +91,24 @@ void rail_disconnect(struct mrail_engine *e, struct rail *r,
 }
 
 #define FREE_OPS_MAX 32
-/* Packets known to hold little take a buffer of SMALL_PACKET bytes. A
- * window of small messages keeps dozens of packets until acknowledged
- * (failover.c): with full-size buffers recycled only up to FREE_OPS_MAX,
- * every window allocated and freed 64 KiB buffers (and malloc trimmed the
- * heap: 0.17 brk calls per message). Small ones are kept up to 1 MiB. */
-#define SMALL_PACKET 4096u
-#define FREE_SMALL_MAX 256
 
-static int small(const struct mrail_engine *e, size_t need)
+struct send_op *packet_get(struct mrail_engine *e)
 {
-	return need <= SMALL_PACKET && e->packet_cap > SMALL_PACKET;
-}
-
-struct send_op *packet_get_for(struct mrail_engine *e, size_t need)
-{
-	int sm = small(e, need);
-	struct mrail_list *list = sm ? &e->free_small : &e->free_ops;
-	unsigned *n = sm ? &e->nfree_small : &e->nfree_ops;
-	size_t cap = sm ? SMALL_PACKET : e->packet_cap;
 	struct send_op *op;
-	if (!mrail_list_empty(list)) {
-		op = mrail_list_first(list, struct send_op, link);
+	if (!mrail_list_empty(&e->free_ops)) {
+		op = mrail_list_first(&e->free_ops, struct send_op, link);
 		mrail_list_remove(&op->link);
-		(*n)--;
+		e->nfree_ops--;
 	} else {
 		op = calloc(1, sizeof *op);
 		if (!op)
 			return NULL;
-		op->buf = malloc(cap);
+		op->buf = malloc(e->packet_cap);
 		if (!op->buf) {
 			free(op);
 			return NULL;
 		}
-		op->cap = cap;
+		op->cap = e->packet_cap;
 		mrail_list_init(&op->link);
 		mrail_list_init(&op->rlink);
 	}
@@ -139,26 +123,18 @@ struct send_op *packet_get_for(struct mrail_engine *e, size_t need)
 	return op;
 }
 
-struct send_op *packet_get(struct mrail_engine *e)
-{
-	return packet_get_for(e, e->packet_cap);
-}
-
 void packet_put(struct mrail_engine *e, struct send_op *op)
 {
-	int sm = op->cap != e->packet_cap;
-	struct mrail_list *list = sm ? &e->free_small : &e->free_ops;
-	unsigned *n = sm ? &e->nfree_small : &e->nfree_ops;
 	/* Kept for reuse up to a bound: a burst (every rail of 63 peers
 	 * sending its HELLO at once) must not pin a 64 KiB buffer per rail
 	 * for the engine's life (docs/scale.md). */
-	if (*n >= (sm ? FREE_SMALL_MAX : FREE_OPS_MAX)) {
+	if (e->nfree_ops >= FREE_OPS_MAX) {
 		free(op->buf);
 		free(op);
 		return;
 	}
-	mrail_list_append(list, &op->link);
-	(*n)++;
+	mrail_list_append(&e->free_ops, &op->link);
+	e->nfree_ops++;
 }
 
 int rail_post_packet(struct mrail_engine *e, struct rail *r,

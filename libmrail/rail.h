@@ -198,8 +198,6 @@ void rail_disconnect(struct mrail_engine *e, struct rail *r,
 		     enum rail_state to);
 void rail_op_done(struct mrail_engine *e, struct send_op *op, int status);
 struct send_op *packet_get(struct mrail_engine *e);
-/* One whose buffer holds at least `need` bytes (header included). */
-struct send_op *packet_get_for(struct mrail_engine *e, size_t need);
 void packet_put(struct mrail_engine *e, struct send_op *op);
 int rail_post_packet(struct mrail_engine *e, struct rail *r,
 		     struct send_op *op);

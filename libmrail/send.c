@@ -224,25 +224,11 @@ static struct mrail_request *detach_if_rts(struct mrail_engine *e,
 	return c;
 }
 
-/* Buffer bytes a packet of the first `count` messages of q needs, with
- * room for a credit and an acknowledgement riding along. */
-static size_t packet_need(const struct mrail_send_queue *q, unsigned count)
-{
-	size_t need = sizeof(struct mrail_wire_pkt_hdr) +
-		      sizeof(struct mrail_wire_credit) +
-		      sizeof(struct mrail_wire_ack);
-	if (count > q->known)
-		return SIZE_MAX; /* not all seen: take a full-size one */
-	for (unsigned i = 0; i < count; i++)
-		need += q->record_bytes[i];
-	return need;
-}
-
 /* One packet of at most `count` queued messages on `rail`. */
 static int send_packet(struct mrail_engine *e, struct gate *g,
-		       struct rail *rail, unsigned count, size_t need)
+		       struct rail *rail, unsigned count)
 {
-	struct send_op *op = packet_get_for(e, need);
+	struct send_op *op = packet_get(e);
 	if (!op)
 		return MRAIL_ERR_NOMEM;
 	int rc = MRAIL_OK;
@@ -323,10 +309,8 @@ static void gate_schedule_mode(struct mrail_engine *e, struct gate *g,
 			    guard_wants_whole(&e->offload->guard, head->len);
 		uint64_t len = head->len;
 		double t0 = timed ? mrail_now() : 0;
-		if (!count)
-			count = 1;
-		if (send_packet(e, g, g->rails[views[pick].index], count,
-				packet_need(&q, count)) != MRAIL_OK)
+		if (send_packet(e, g, g->rails[views[pick].index],
+				count ? count : 1) != MRAIL_OK)
 			break;
 		if (timed)
 			guard_note_whole(&e->offload->guard, len,
