@@ -8,17 +8,28 @@
 # each round; the table gives medians over the rounds (each round's
 # figure is itself mpi-bench's median over its iterations).
 # usage (from the build dir): bench/shm/run.sh [--rounds N] [--max BYTES]
-#        [OUTDIR]      writes OUTDIR/shm-bench.csv and OUTDIR/medians.txt
+#        [--bind2 core|none] [OUTDIR]
+#        writes OUTDIR/shm-bench.csv and OUTDIR/medians.txt
+# --bind2: mpirun --bind-to for the 2-process tests (default core). Free
+# to migrate, the two ranks share a core whenever other jobs load the
+# other one, and every hand-off then waits a scheduler tick (4 ms at
+# HZ=250): the figures measure the scheduler (docs/driver-shm.md).
 # Four polling processes on two cores measure time slicing as much as the
 # transports: the 4-process figures are for comparing, not absolute.
 set -u
 B=$(cd "$(dirname "$0")/../.." && pwd) # build dir
-ROUNDS=5 MAX=$((16 << 20))
+ROUNDS=5 MAX=$((16 << 20)) BIND2=core
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--max) MAX=$2; shift 2 ;;
-	-h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+	--bind2)
+		case $2 in core | none) BIND2=$2 ;;
+		*) echo "run.sh: --bind2 takes core or none, not '$2'" >&2
+		   exit 2 ;;
+		esac
+		shift 2 ;;
+	-h | --help) sed -n '2,19p' "$0"; exit 0 ;;
 	-*) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -37,10 +48,11 @@ echo "round,label,test,np,bytes,usec,MBps" >"$CSV"
 # Collectives up to 1 MiB (the issue's sizes: 8 B and 1 MiB).
 COLL_MAX=$((MAX < (1 << 20) ? MAX : (1 << 20)))
 run() { # ROUND LABEL NP TEST MCA...
-	local round=$1 label=$2 np=$3 test=$4 max=$MAX
+	local round=$1 label=$2 np=$3 test=$4 max=$MAX bind=$BIND2
 	shift 4
-	[ "$np" = 4 ] && max=$COLL_MAX
-	timeout -k 5 600 mpirun --oversubscribe --bind-to none -n "$np" "$@" \
+	# Four processes on two cores cannot each have a core.
+	[ "$np" = 4 ] && max=$COLL_MAX bind=none
+	timeout -k 5 600 mpirun --oversubscribe --bind-to "$bind" -n "$np" "$@" \
 		"$BENCH" "$test" "$max" "$label" 2>>"$OUT/err.log" |
 		grep -v '^label' | sed "s/^/$round,/" ||
 		echo "run $label $test failed (see $OUT/err.log)" >&2
