@@ -17,6 +17,15 @@ static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
 	*out = NULL;
 	engine_lock(e);
 	int rc = send_start(e, dest, iov, iovcnt, buf, len, tag, args, out);
+	/* Sends completed locally while their receiver is behind
+	 * (send.c, detach_if_rts) free a sender from waiting, and so from
+	 * progressing: it would read neither the receiver's
+	 * acknowledgements nor its rendezvous completions, and the receiver
+	 * keeps every numbered packet it sent until acknowledged (test_flood:
+	 * 18-149 MiB of them). One progress pass per send while such copies
+	 * exist keeps both sides' kept packets bounded. */
+	if (e->detached_bytes)
+		engine_progress(e);
 	engine_unlock(e);
 	return rc;
 }

@@ -459,8 +459,8 @@ void engine_close(struct mrail_engine *e)
 		mrail_warn("engine closing with sends still queued after %.1f s",
 			   e->cfg.finalize_timeout);
 	if (e->detached_bytes)
-		mrail_error("engine closing with %llu bytes of completed small "
-			    "sends that no receive took within %.1f s "
+		mrail_error("engine closing with %llu bytes (requests included) "
+			    "of completed small sends that no receive took within %.1f s "
 			    "(MRAIL_FINALIZE_TIMEOUT): they are lost",
 			    (unsigned long long)e->detached_bytes,
 			    e->cfg.finalize_timeout);

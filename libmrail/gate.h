@@ -51,6 +51,7 @@ struct gate {
 	struct mrail_list rdv;     /* rendezvous requests in flight */
 	uint64_t next_send_seq;
 	uint64_t next_recv_seq;
+	uint64_t detached_bytes; /* held copies of completed sends (send.c) */
 	struct mrail_list ooo;     /* records that arrived early, by seq */
 	struct mrail_list parts;   /* offloaded eager messages in parts */
 	size_t eager_max;          /* min over rails */

@@ -127,8 +127,10 @@ void request_complete(struct mrail_engine *e, struct mrail_request *r,
 	honest_length(r, r->error);
 	r->status.error = r->error;
 	r->phase = REQ_DONE;
-	if (r->flags & REQF_DETACHED)
-		e->detached_bytes -= r->len;
+	if (r->flags & REQF_DETACHED) {
+		e->detached_bytes -= REQ_DETACHED_CHARGE(r);
+		r->gate->detached_bytes -= REQ_DETACHED_CHARGE(r);
+	}
 	if (r->cb) {
 		r->cb_pending = 1;
 		mrail_list_append(&e->cbq, &r->link);

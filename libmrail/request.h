@@ -37,6 +37,10 @@ enum req_phase {
 #define REQF_KEEP MRAIL_REQ_KEEP
 #define REQF_STORAGE (1u << 8) /* caller's memory: never free()d */
 #define REQF_DETACHED (1u << 9) /* engine's copy of a completed send */
+/* Memory a detached copy holds: its request and its payload. Counted
+ * whole, so that many small copies are capped as surely as a few large
+ * ones. */
+#define REQ_DETACHED_CHARGE(r) (sizeof(*(r)) + (r)->len)
 
 /*
  * Lifetime. A request is *complete* (phase REQ_DONE) once its status is

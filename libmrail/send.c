@@ -184,16 +184,21 @@ static void detached_done(mrail_request_t *r, const mrail_status_t *st,
  * lets small messages do) would wait for ever. So the payload is copied
  * into a request of the engine's own, which takes the queued one's place,
  * and the caller's send completes now, as it would have eagerly. The
- * copies are capped by unexpected_max (the receivers' buffering has the
- * same cap); beyond it the send waits for its match (docs/flow-control.md).
+ * copies are capped per peer by unexpected_peer_max and in all by
+ * unexpected_max, request overhead included (each copy is one RTS the
+ * receiver keeps until it matches it, so the count must be bounded, not
+ * only the bytes); beyond that the send waits for its match
+ * (docs/flow-control.md).
  */
 static struct mrail_request *detach_if_rts(struct mrail_engine *e,
 					   struct gate *g,
 					   struct mrail_request *r)
 {
+	uint64_t charge = REQ_DETACHED_CHARGE(r);
 	if ((r->flags & (REQF_SYNC | REQF_DETACHED)) || is_eager(g, r) ||
 	    r->len > g->eager_max ||
-	    e->detached_bytes + r->len > e->cfg.unexpected_max)
+	    g->detached_bytes + charge > e->cfg.unexpected_peer_max ||
+	    e->detached_bytes + charge > e->cfg.unexpected_max)
 		return r;
 	struct mrail_request *c = malloc(sizeof *c + r->len);
 	if (!c)
@@ -218,7 +223,8 @@ static struct mrail_request *detach_if_rts(struct mrail_engine *e,
 	c->ranges = NULL;
 	c->nranges = c->ranges_cap = 0;
 	c->rma = NULL;
-	e->detached_bytes += c->len;
+	e->detached_bytes += charge;
+	g->detached_bytes += charge;
 	r->status.length = r->len;
 	request_complete(e, r, MRAIL_OK);
 	return c;
