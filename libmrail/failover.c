@@ -724,7 +724,10 @@ static void tick_gate(struct mrail_engine *e, struct gate *g, double now)
 				failover_rail_fail(e, r, "a send or RDMA "
 						   "operation failed");
 			} else if (!mrail_list_empty(&r->posted) &&
-				   now - r->tx_last_move > e->rail_timeout) {
+				   now - r->tx_last_move > e->rail_timeout &&
+				   !link_heard_within(r, e->rail_timeout)) {
+				/* A peer that does not read (computing) fills
+				 * the buffers of a live link: not a failure. */
 				char why[96];
 				snprintf(why, sizeof why, "nothing sent for "
 					 "%.1f s with data pending",
