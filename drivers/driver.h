@@ -266,6 +266,19 @@ struct mrail_drv_ops {
 	/* What ep is (socket, addresses); NULL if the driver cannot say. */
 	void (*ep_query)(struct mrail_drv_ep *ep, struct mrail_drv_ep_info *info);
 
+	/*
+	 * Milliseconds since the transport last heard anything from the
+	 * peer's side of ep at the link level (a TCP ACK or segment, even
+	 * one the peer's kernel sent while its process computes), or -1 if
+	 * the driver cannot tell. The engine's ack-based liveness rule
+	 * (docs/failover.md) fails a rail only when this is -1 or at least
+	 * the rail timeout: a peer process that does not progress is not a
+	 * dead link. A link that cannot die while ep is open (same host)
+	 * returns 0. NULL: same as -1. Called from the engine's tick,
+	 * outside progress; must not block.
+	 */
+	int (*ep_link_quiet_ms)(struct mrail_drv_ep *ep);
+
 	/* NULL unless the driver has RDMA capabilities. */
 	const struct mrail_drv_rma_ops *rma;
 };

@@ -659,6 +659,19 @@ static void send_probe(struct mrail_engine *e, struct rail *r, double now)
 		    r->gate->name, r->index, now - r->rx_last);
 }
 
+/* The transport heard the peer's side within t (ep_link_quiet_ms):
+ * the link is alive and the peer's host answers, only its process does
+ * not progress (a long compute phase), so our acks do not come. A
+ * driver that cannot tell leaves the ack rule alone. */
+static int link_heard_within(const struct rail *r, double t)
+{
+	const struct mrail_drv_ops *ops = r->local->ops;
+	if (!ops->ep_link_quiet_ms || !r->ep)
+		return 0;
+	int ms = ops->ep_link_quiet_ms(r->ep);
+	return ms >= 0 && ms < t * 1000;
+}
+
 /*
  * Liveness from our own acknowledgements (docs/failover.md, "Finding a
  * dead rail"): a counted packet that left (its send completed) and is
@@ -684,7 +697,8 @@ static int liveness(struct mrail_engine *e, struct rail *r, double now)
 			old->sent_at = now;
 	}
 	double t = e->rail_timeout;
-	if (old && now - old->sent_at > t && now - r->rx_last > t) {
+	if (old && now - old->sent_at > t && now - r->rx_last > t &&
+	    !link_heard_within(r, t)) {
 		char why[128];
 		snprintf(why, sizeof why, "a packet unacknowledged for %.1f s, "
 			 "nothing received for %.1f s", now - old->sent_at,
@@ -710,7 +724,10 @@ static void tick_gate(struct mrail_engine *e, struct gate *g, double now)
 				failover_rail_fail(e, r, "a send or RDMA "
 						   "operation failed");
 			} else if (!mrail_list_empty(&r->posted) &&
-				   now - r->tx_last_move > e->rail_timeout) {
+				   now - r->tx_last_move > e->rail_timeout &&
+				   !link_heard_within(r, e->rail_timeout)) {
+				/* A peer that does not read (computing) fills
+				 * the buffers of a live link: not a failure. */
 				char why[96];
 				snprintf(why, sizeof why, "nothing sent for "
 					 "%.1f s with data pending",

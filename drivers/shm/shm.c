@@ -161,6 +161,14 @@ static void shm_ep_query(struct mrail_drv_ep *ep, struct mrail_drv_ep_info *info
 	info->fd = -1;
 }
 
+/* A same-host link cannot die while its socket is open: the peer's
+ * death shows as a hang-up, which fails the endpoint. A peer that only
+ * computes must not have its rail failed by the ack rule. */
+static int shm_ep_link_quiet_ms(struct mrail_drv_ep *ep)
+{
+	return ep && ep->dc.state == DC_EP_CONNECTED ? 0 : -1;
+}
+
 static int shm_wait_fd(struct mrail_drv *drv)
 {
 	return drv->dc.epfd;
@@ -228,6 +236,7 @@ const struct mrail_drv_ops mrail_shm_driver_ops = {
 	.ep_close = dc_op_ep_close,
 	.list_rails = shm_list_rails,
 	.ep_query = shm_ep_query,
+	.ep_link_quiet_ms = shm_ep_link_quiet_ms,
 	.rma = &shm_rma_ops,
 };
 

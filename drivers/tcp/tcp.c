@@ -17,6 +17,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +289,27 @@ static void tcp_ep_query(struct mrail_drv_ep *ep, struct mrail_drv_ep_info *info
 	len = sizeof info->remote;
 	if (getpeername(info->fd, (struct sockaddr *)&info->remote, &len))
 		info->remote.ss_family = 0;
+}
+
+/* The kernel's view of the peer (linux/tcp.h): last_ack_recv is the
+ * time since an ACK came in, duplicates included (keepalive and
+ * zero-window probes are answered by the peer's kernel, whatever its
+ * process does); last_data_recv since a segment with data. Either
+ * shows the link and the peer's host are alive. */
+static int tcp_ep_link_quiet_ms(struct mrail_drv_ep *ep)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof ti;
+	if (!ep || ep->dc.poll.fd < 0 || ep->dc.state != DC_EP_CONNECTED)
+		return -1;
+	memset(&ti, 0, sizeof ti);
+	if (getsockopt(ep->dc.poll.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) ||
+	    len < offsetof(struct tcp_info, tcpi_last_ack_recv) +
+			  sizeof ti.tcpi_last_ack_recv)
+		return -1;
+	uint32_t q = ti.tcpi_last_ack_recv < ti.tcpi_last_data_recv
+			     ? ti.tcpi_last_ack_recv : ti.tcpi_last_data_recv;
+	return q > INT32_MAX ? INT32_MAX : (int)q;
 }
 
 static void tcp_close(struct mrail_drv *drv)
@@ -594,4 +617,5 @@ const struct mrail_drv_ops mrail_tcp_driver_ops = {
 	.ep_close = dc_op_ep_close,
 	.list_rails = tcp_list_rails,
 	.ep_query = tcp_ep_query,
+	.ep_link_quiet_ms = tcp_ep_link_quiet_ms,
 };
