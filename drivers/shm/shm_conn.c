@@ -500,8 +500,12 @@ static void on_sock_connected(struct mrail_drv_ep *ep, uint32_t events)
 	}
 	/* What the peer put in the ring before it went is still data. */
 	shm_rx(ep);
-	dc_ep_fail(&ep->dc, MRAIL_ERR_PEER, false, "peer %s closed the "
-		   "connection or died", ep->dc.remote_name);
+	/* Same host, no link in between: a hang-up means the peer's process
+	 * closed the connection or is gone, never a failing path. Reported
+	 * as tcp reports a reset (MRAIL_ERR_PEER_CLOSED), so the engine fails
+	 * the peer at once instead of waiting out the rail timeout. */
+	dc_ep_fail(&ep->dc, MRAIL_ERR_PEER_CLOSED, false, "peer %s closed "
+		   "the connection or died", ep->dc.remote_name);
 }
 
 void shm_ep_events(struct dc_ep *dc, uint32_t events)

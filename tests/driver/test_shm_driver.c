@@ -269,7 +269,7 @@ static int test_frames_fork(void)
 				     (uint64_t)i * 13000, 1 + i % 64) == 0);
 		WAIT_FOR(tb.rx_next_seq == 100 && !tb.tx_outstanding, 60);
 		WAIT_FOR(tb.errors, 30);
-		CHECK(tb.error_status == MRAIL_ERR_PEER);
+		CHECK(tb.error_status == MRAIL_ERR_PEER_CLOSED);
 		h_close(&tb);
 		h_side_close(b);
 		_exit(0);
@@ -551,7 +551,7 @@ static int shm_files(void)
 
 /*
  * A peer killed with SIGKILL while it floods us and we flood it (our
- * frames hold its ring full): that connection fails with MRAIL_ERR_PEER,
+ * frames hold its ring full): that connection fails with MRAIL_ERR_PEER_CLOSED,
  * our queued frames complete with an error, gets after its death fail,
  * another connection of the same instance goes on, and nothing of the
  * dead peer's segment is left (no file, no mapping once closed).
@@ -600,7 +600,7 @@ static int test_peer_killed(void)
 	int rc = rma_sync(ta, true, l.mem, 16, l.mr, m.addr, m.rkey, m.rkey_len);
 	CHECK(rc == MRAIL_ERR_PEER);
 	WAIT_FOR(ta->errors, 30);
-	CHECKF(ta->error_status == MRAIL_ERR_PEER && strstr(ta->why, "died"),
+	CHECKF(ta->error_status == MRAIL_ERR_PEER_CLOSED && strstr(ta->why, "died"),
 	       "%d %s", ta->error_status, ta->why);
 	CHECK(ta->send_err > 0);
 	h_close(ta);
@@ -642,7 +642,7 @@ static int test_close_pending(void)
 	ta->on_body = sink_body;
 	ta->on_body_done = sink_body_done;
 	WAIT_FOR(ta->errors, 10);
-	CHECK(ta->error_status == MRAIL_ERR_PEER);
+	CHECK(ta->error_status == MRAIL_ERR_PEER_CLOSED);
 	h_close(ta);
 	CHECK(segments_mapped() == 0);
 	h_side_close(b);
