@@ -3,7 +3,9 @@
  * window, allreduce and alltoall time; by message size. Plain MPI, so the same binary
  * compares transports (bench/mpi/run.sh, docs/mpi-ompi.md).
  * usage: mpi-bench pingpong|stream|allreduce|alltoall [MAX_BYTES] [LABEL]
- * (alltoall: MAX_BYTES to each rank)
+ *        [WINDOW]
+ * (alltoall: MAX_BYTES to each rank; WINDOW: sends in flight in stream,
+ * default 16; OSU's osu_bw uses 64)
  * Prints CSV on rank 0: label,test,np,bytes,usec,MBps
  * usec is the median over iterations (one way for pingpong): a VM's
  * scheduling hiccups hit single iterations and would move a mean.
@@ -13,7 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { WINDOW = 16 };
+enum { WINDOW_DEFAULT = 16, WINDOW_MAX = 1024 };
+/* A stream's window uses its own buffer slot per message up to this much
+ * memory, then slots again (osu_bw uses one buffer for the whole window);
+ * 256 MiB is what window 16 always took at 16 MiB. */
+#define STREAM_BUF_MAX ((size_t)256 << 20)
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -41,7 +47,17 @@ int main(int argc, char **argv)
 	const char *test = argc > 1 ? argv[1] : "pingpong";
 	size_t max = argc > 2 ? strtoull(argv[2], NULL, 0) : (16u << 20);
 	const char *label = argc > 3 ? argv[3] : "run";
-	size_t bufsz = !strcmp(test, "stream")     ? max * WINDOW
+	int window = argc > 4 ? atoi(argv[4]) : WINDOW_DEFAULT;
+	if (window < 1 || window > WINDOW_MAX) {
+		if (rank == 0)
+			fprintf(stderr, "mpi-bench: WINDOW must be 1..%d, not "
+				"'%s'\n", WINDOW_MAX, argv[4]);
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	size_t slots = (size_t)window;
+	if (max > 0 && slots * max > STREAM_BUF_MAX)
+		slots = STREAM_BUF_MAX / max > 0 ? STREAM_BUF_MAX / max : 1;
+	size_t bufsz = !strcmp(test, "stream")     ? max * slots
 		       : !strcmp(test, "alltoall") ? max * (size_t)np
 						   : max;
 	char *a = malloc(bufsz ? bufsz : 1), *b = malloc(bufsz ? bufsz : 1);
@@ -69,16 +85,16 @@ int main(int argc, char **argv)
 					MPI_Send(a, (int)n, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
 				}
 			} else if (!strcmp(test, "stream") && peer < np) {
-				MPI_Request r[WINDOW];
-				for (int w = 0; w < WINDOW; w++) {
+				MPI_Request r[WINDOW_MAX];
+				for (int w = 0; w < window; w++) {
 					if (rank % 2 == 0)
-						MPI_Isend(a + w * n, (int)n, MPI_BYTE, peer, 2,
+						MPI_Isend(a + (size_t)w % slots * n, (int)n, MPI_BYTE, peer, 2,
 							  MPI_COMM_WORLD, &r[w]);
 					else
-						MPI_Irecv(b + w * n, (int)n, MPI_BYTE, peer, 2,
+						MPI_Irecv(b + (size_t)w % slots * n, (int)n, MPI_BYTE, peer, 2,
 							  MPI_COMM_WORLD, &r[w]);
 				}
-				MPI_Waitall(WINDOW, r, MPI_STATUSES_IGNORE);
+				MPI_Waitall(window, r, MPI_STATUSES_IGNORE);
 				/* The sender's clock stops at the receiver's ack. */
 				char ack = 0;
 				if (rank % 2 == 0)
@@ -107,7 +123,7 @@ int main(int argc, char **argv)
 			us /= 2; /* one way */
 			mbps = n / us;
 		} else if (!strcmp(test, "stream")) {
-			mbps = (double)n * WINDOW / us;
+			mbps = (double)n * window / us;
 		}
 		if (rank == 0)
 			printf("%s,%s,%d,%zu,%.2f,%.1f\n", label, test, np, n, us,
