@@ -3,13 +3,17 @@
 #   mrail-shm  pml cm, mtl mrail with its defaults (same-host peers: shm)
 #   mrail-tcp  pml cm, mtl mrail with MRAIL_DRIVERS=tcp (TCP loopback)
 #   ob1-vader  pml ob1, btl self,vader (single copy by CMA)
-# ping-pong latency and streaming bandwidth on 2 processes, 8 B .. MAX,
-# and allreduce and alltoall on 4; ROUNDS rounds, configurations interleaved inside
-# each round; the table gives medians over the rounds (each round's
-# figure is itself mpi-bench's median over its iterations).
+# ping-pong latency and streaming bandwidth (osu_bw style: WINDOW sends in
+# flight, default 64, then an ack) on 2 processes, 8 B .. MAX, and
+# allreduce and alltoall on 4; ROUNDS rounds, configurations interleaved
+# inside each round; the tables give medians over the rounds (each
+# round's figure is itself mpi-bench's median over its iterations).
 # usage (from the build dir): bench/shm/run.sh [--rounds N] [--max BYTES]
-#        [--bind2 core|none] [OUTDIR]
-#        writes OUTDIR/shm-bench.csv and OUTDIR/medians.txt
+#        [--window N] [--bind2 core|none] [--no-plot] [OUTDIR]
+# writes OUTDIR/shm-bench.csv (every round), OUTDIR/medians.csv,
+# OUTDIR/summary.txt (the issue's figures, ratios to ob1-vader, load
+# average) and OUTDIR/shm-bench.png (gnuplot; installed with apt-get if
+# missing and we are root, else skipped).
 # --bind2: mpirun --bind-to for the 2-process tests (default core). Free
 # to migrate, the two ranks share a core whenever other jobs load the
 # other one, and every hand-off then waits a scheduler tick (4 ms at
@@ -18,18 +22,20 @@
 # transports: the 4-process figures are for comparing, not absolute.
 set -u
 B=$(cd "$(dirname "$0")/../.." && pwd) # build dir
-ROUNDS=5 MAX=$((16 << 20)) BIND2=core
+ROUNDS=5 MAX=$((16 << 20)) BIND2=core WINDOW=64 PLOT=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--max) MAX=$2; shift 2 ;;
+	--window) WINDOW=$2; shift 2 ;;
+	--no-plot) PLOT=0; shift ;;
 	--bind2)
 		case $2 in core | none) BIND2=$2 ;;
 		*) echo "run.sh: --bind2 takes core or none, not '$2'" >&2
 		   exit 2 ;;
 		esac
 		shift 2 ;;
-	-h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,22p' "$0"; exit 0 ;;
 	-*) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -45,6 +51,8 @@ BENCH=$B/bench/mpi/mpi-bench
 CSV=$OUT/shm-bench.csv
 : >"$OUT/err.log"
 echo "round,label,test,np,bytes,usec,MBps" >"$CSV"
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+LOAD_START=$(loadavg) T_START=$(date -u +%FT%TZ)
 # Collectives up to 1 MiB (the issue's sizes: 8 B and 1 MiB).
 COLL_MAX=$((MAX < (1 << 20) ? MAX : (1 << 20)))
 run() { # ROUND LABEL NP TEST MCA...
@@ -53,11 +61,12 @@ run() { # ROUND LABEL NP TEST MCA...
 	# Four processes on two cores cannot each have a core.
 	[ "$np" = 4 ] && max=$COLL_MAX bind=none
 	timeout -k 5 600 mpirun --oversubscribe --bind-to "$bind" -n "$np" "$@" \
-		"$BENCH" "$test" "$max" "$label" 2>>"$OUT/err.log" |
+		"$BENCH" "$test" "$max" "$label" "$WINDOW" 2>>"$OUT/err.log" |
 		grep -v '^label' | sed "s/^/$round,/" ||
 		echo "run $label $test failed (see $OUT/err.log)" >&2
 }
 for r in $(seq 1 "$ROUNDS"); do
+	echo "round $r of $ROUNDS: load average $(loadavg)" >&2
 	for cfg in mrail-shm mrail-tcp ob1-vader; do
 		case $cfg in
 		mrail-shm) M=(--mca pml cm --mca mtl mrail) ;;
@@ -72,22 +81,19 @@ for r in $(seq 1 "$ROUNDS"); do
 		run "$r" $cfg 4 alltoall "${M[@]}" >>"$CSV"
 	done
 done
-# Medians over rounds, side by side, and the ratio to ob1-vader.
-python3 - "$CSV" >"$OUT/medians.txt" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-key = lambda r: (r['test'], int(r['np']), int(r['bytes']))
-cfgs = ['mrail-shm', 'mrail-tcp', 'ob1-vader']
-med = {}
-for k in sorted({key(r) for r in rows}):
-    for c in cfgs:
-        v = [float(r['usec']) for r in rows if key(r) == k and r['label'] == c]
-        med[k, c] = statistics.median(v) if v else float('nan')
-print('test,np,bytes,' + ','.join(c + '_usec' for c in cfgs) +
-      ',shm/vader,tcp/vader')
-for k in sorted({key(r) for r in rows}):
-    v = [med[k, c] for c in cfgs]
-    print('%s,%d,%d,%s,%.2f,%.2f' % (k + (','.join('%.2f' % x for x in v),
-          v[0] / v[2], v[1] / v[2])))
-PY
-cat "$OUT/medians.txt"
+LOAD_END=$(loadavg)
+python3 "$B/bench/shm/summary.py" "$CSV" "$OUT" "$WINDOW" \
+	"$T_START, $ROUNDS round(s), 2-process tests bound: $BIND2; load average at start $LOAD_START, at end $LOAD_END" ||
+	exit 1
+cat "$OUT/summary.txt"
+[ "$PLOT" = 1 ] || exit 0
+if ! command -v gnuplot >/dev/null && [ "$(id -u)" = 0 ]; then
+	echo "installing gnuplot-nox for the plot" >&2
+	apt-get install -y -qq gnuplot-nox >/dev/null 2>&1
+fi
+if command -v gnuplot >/dev/null; then
+	gnuplot -e "dir='$OUT'; window=$WINDOW" "$B/bench/shm/plot.gp" &&
+		echo "plot: $OUT/shm-bench.png"
+else
+	echo "no gnuplot: no plot (apt-get install gnuplot-nox)" >&2
+fi
