@@ -6,7 +6,7 @@
  * second message goes and when each one completes.
  *
  *   mrail-run -n 3 mrail-peers [--min-size 64K] [--max-size 16M] [--reps 5]
- *              [--strategies iso,bw,split,split:busy=0] [--skew 4]
+ *              [--strategies iso,bw,split,split:busy=0,split+nopace] [--skew 4]
  *              [--csv FILE]
  *
  * One measurement: the receivers pre-post their receive and tell rank 0
@@ -139,9 +139,28 @@ static void add_conf(const char *name, const char *strategy)
 	int rc;
 	snprintf(c->name, sizeof c->name, "%s", name);
 	snprintf(c->strategy, sizeof c->strategy, "%s", strategy);
+	/* "STRATEGY+nopace": the same without per-NIC pacing (MRAIL_PACE=0
+	 * for this engine only), to compare in one run. */
+	char *plus = strstr(c->strategy, "+nopace");
+	int nopace = plus && plus[7] == 0;
+	if (nopace)
+		*plus = 0;
 	MRAIL_CHECK(mrail_config_init(&cfg));
 	cfg.strategy = c->strategy;
-	if ((rc = mrail_engine_create(&cfg, &c->e)))
+	const char *was = getenv("MRAIL_PACE");
+	char saved[8] = "";
+	if (was)
+		snprintf(saved, sizeof saved, "%s", was);
+	if (nopace)
+		setenv("MRAIL_PACE", "0", 1);
+	rc = mrail_engine_create(&cfg, &c->e);
+	if (nopace) {
+		if (was)
+			setenv("MRAIL_PACE", saved, 1);
+		else
+			unsetenv("MRAIL_PACE");
+	}
+	if (rc)
 		bench_die("engine with strategy '%s': %s", strategy,
 			  mrail_strerror(rc));
 	if (mrail_size(c->e) != 3)
@@ -153,7 +172,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: mrail-run -n 3 mrail-peers [--min-size 64K] "
 		"[--max-size 16M] [--reps 5]\n"
-		"         [--strategies iso,bw,split,split:busy=0] "
+		"         [--strategies iso,bw,split,split:busy=0,split+nopace] "
 		"[--skew 4 (0: equal sizes only)] [--csv FILE]\n");
 }
 
@@ -169,7 +188,7 @@ int main(int argc, char **argv)
 	size_t min_size = 64u << 10, max_size = 16u << 20;
 	int reps = 5, skew = 4;
 	const char *csv = NULL;
-	char strategies[256] = "iso,bw,split,split:busy=0";
+	char strategies[256] = "iso,bw,split,split:busy=0,split+nopace";
 	static const struct option lo[] = {
 		{"min-size", 1, 0, 'a'}, {"max-size", 1, 0, 'b'},
 		{"reps", 1, 0, 'r'}, {"strategies", 1, 0, 's'},

@@ -84,6 +84,8 @@ run() {
 	"$RUN" -n "$n" --hosts "$hosts" \
 		--wrap 'ip netns exec {host}' --bind "$BIND" \
 		-x MRAIL_RAILS="$LIST" -x MRAIL_PROFILE_DIR="$MRAIL_PROFILE_DIR" \
+		${MRAIL_TRACE:+-x MRAIL_TRACE="$MRAIL_TRACE"} \
+		${MRAIL_PACE:+-x MRAIL_PACE="$MRAIL_PACE"} \
 		--timeout 3600 "$@"
 }
 

@@ -295,7 +295,7 @@ int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 		return MRAIL_ERR_CONFIG;
 	}
 	e->rdv_protocol = cfg->rdv_protocol;
-	if ((rc = failover_init(e)))
+	if ((rc = failover_init(e)) || (rc = pace_config(e)))
 		return rc;
 	if (cfg->connect_mode < MRAIL_CONNECT_AUTO ||
 	    cfg->connect_mode > MRAIL_CONNECT_LAZY) {
@@ -358,6 +358,8 @@ int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 		e->rank = 0;
 		e->size = 1;
 	}
+	if ((rc = trace_open(e)))
+		return rc;
 	/* Workers last: they post on rails that exist by now. */
 	if ((rc = offload_start(e, &e->offload)))
 		return rc;
@@ -498,6 +500,7 @@ void engine_free(struct mrail_engine *e)
 		free(r);
 	}
 	requests_fini(e);
+	trace_close(e);
 	drivers_close(e);
 	if (e->strategy && e->strategy_state)
 		e->strategy->fini(e->strategy_state);

@@ -43,6 +43,8 @@
 #include "libmrail/rma.h"
 #include "libmrail/rail.h"
 #include "libmrail/busy.h"
+#include "libmrail/pace.h"
+#include "libmrail/trace.h"
 #include "libmrail/address.h"
 #include "libmrail/gate.h"
 #include "libmrail/recv.h"
@@ -160,6 +162,12 @@ struct mrail_engine {
 	/* send.c: payload bytes of standard sends completed for their caller
 	 * while still waiting here as an RTS (capped by unexpected_max) */
 	uint64_t detached_bytes;
+
+	/* pace.c: MRAIL_PACE; chunks held on all NICs. */
+	int pace;
+	unsigned pace_held;
+	/* trace.c: MRAIL_TRACE's file, NULL: off. */
+	FILE *trace;
 
 	/* libmrail/offload/: NULL when offload stepped aside. */
 	struct offload *offload;

@@ -50,6 +50,9 @@ void rail_op_done(struct mrail_engine *e, struct send_op *op, int status)
 			packet_put(e, op);
 		break;
 	case OP_DATA:
+		if (op->handed)
+			trace_op(e, TRACE_SENT, op);
+		pace_op_done(e, op);
 		rdv_data_sent(e, op, status);
 		free(op);
 		break;
@@ -86,6 +89,7 @@ void rail_disconnect(struct mrail_engine *e, struct rail *r,
 	mrail_list_foreach_safe(pos, tmp, &r->posted)
 		rail_op_done(e, mrail_list_entry(pos, struct send_op, link),
 			   MRAIL_ERR_PEER);
+	pace_rail_closed(e, r);
 	rdv_rail_closed(e, r);
 	busy_rail_close(r);
 }
@@ -161,39 +165,40 @@ int rail_post_packet(struct mrail_engine *e, struct rail *r,
 	return MRAIL_OK;
 }
 
-/* One DATA frame: bytes [offset, offset+len) of req on rail r. */
-static int post_data_frame(struct rail *r, struct mrail_request *req,
-			   uint64_t recv_id, uint64_t offset, uint64_t len,
+/* One DATA frame: bytes [offset, offset+len) of req on rail r, to the
+ * driver now or when its NIC is free for it (pace.c). */
+static int post_data_frame(struct mrail_engine *e, struct rail *r,
+			   struct mrail_request *req, uint64_t recv_id,
+			   uint64_t offset, uint64_t len,
 			   const struct iovec *body, int cnt)
 {
-	struct send_op *op = calloc(1, sizeof *op +
-				    sizeof(struct mrail_wire_pkt_hdr) +
-				    sizeof(struct mrail_wire_data));
+	size_t hdr = sizeof(struct mrail_wire_pkt_hdr) +
+		     sizeof(struct mrail_wire_data);
+	/* Room for a copy of the body's iovec, should the frame wait. */
+	size_t iov_at = (sizeof *(struct send_op *)0 + hdr + 15) & ~(size_t)15;
+	struct send_op *op = calloc(1, iov_at + sizeof *body * (size_t)cnt);
 	if (!op)
 		return MRAIL_ERR_NOMEM;
 	op->kind = OP_DATA;
 	op->rail = r;
 	op->req = req;
 	op->bytes = len;
+	op->offset = offset;
+	op->recv_id = recv_id;
 	op->buf = (uint8_t *)(op + 1);
+	op->held_iov = (struct iovec *)((char *)op + iov_at);
 	op->len = mrail_wire_put_pkt_hdr(op->buf);
 	op->len += mrail_wire_put_data(op->buf + op->len, recv_id, offset, len);
-	if (mrail_list_empty(&r->posted))
-		r->tx_last_move = mrail_now();
-	mrail_list_append(&r->posted, &op->link);
+	mrail_list_init(&op->link);
 	req->outstanding++;
 	busy_tx_post(r, 0); /* charged when its RTS left (busy_tx_reserve) */
-	int rc = r->local->ops->send(r->ep, op->buf, op->len, body, cnt, op);
+	int rc = pace_data(e, op, body, cnt);
 	if (rc) {
-		mrail_list_remove(&op->link);
 		req->outstanding--;
 		busy_tx_done(r);
 		free(op);
 		return rc;
 	}
-	r->stats.tx_chunks++;
-	r->stats.tx_bytes += len;
-	r->stats.tx_wire_bytes += op->len + len;
 	return MRAIL_OK;
 }
 
@@ -205,7 +210,6 @@ int rail_post_data(struct mrail_engine *e, struct rail *r,
 	struct iovec stack[16], *slice = stack;
 	int max = req->iovcnt < 16 ? 16 : req->iovcnt, rc = MRAIL_OK;
 	int per_frame = r->local->caps.max_body_iov;
-	(void)e;
 
 	if (len > r->local->caps.max_body) {
 		/* Larger than one frame may carry: several frames. */
@@ -224,7 +228,7 @@ int rail_post_data(struct mrail_engine *e, struct rail *r,
 	if (n < 0) {
 		rc = MRAIL_ERR_INVALID;
 	} else if (n <= per_frame) {
-		rc = post_data_frame(r, req, recv_id, offset, len, slice, n);
+		rc = post_data_frame(e, r, req, recv_id, offset, len, slice, n);
 	} else {
 		/* The driver takes fewer entries per frame: one frame per
 		 * group of entries. */
@@ -232,7 +236,7 @@ int rail_post_data(struct mrail_engine *e, struct rail *r,
 		for (int i = 0; i < n && rc == MRAIL_OK; i += per_frame) {
 			int cnt = n - i < per_frame ? n - i : per_frame;
 			uint64_t l = mrail_iov_length(slice + i, cnt);
-			rc = post_data_frame(r, req, recv_id, o, l, slice + i,
+			rc = post_data_frame(e, r, req, recv_id, o, l, slice + i,
 					     cnt);
 			o += l;
 		}

@@ -17,6 +17,8 @@
 #include "util/auth.h"
 #include "util/list.h"
 
+#include <sys/uio.h>
+
 struct mrail_engine;
 struct mrail_request;
 struct gate;
@@ -53,8 +55,14 @@ struct send_op {
 	int in_flight, retained;
 	double sent_at;            /* its send completed (0: not yet) */
 	int no_count;              /* standalone ACK: neither numbered nor kept */
-	uint64_t offset;           /* OP_GET: where in the message */
+	uint64_t offset;           /* OP_GET, OP_DATA: where in the message */
 	struct mrail_list rlink;
+	/* OP_DATA (pace.c): held on its NIC's queue (link) before going to
+	 * the driver, with a copy of its body's iovec; or handed to it. */
+	uint64_t recv_id;
+	int held, handed;
+	int held_cnt;
+	struct iovec *held_iov;
 };
 
 struct rail {
@@ -118,6 +126,7 @@ struct rail {
 	int settled;              /* both: may reconnect */
 	int fail_pending;         /* a completion failed: fails at next tick */
 	int reconnecting;         /* this connection replaces a failed one */
+	unsigned pace_held;       /* its chunks waiting on its NIC (pace.c) */
 	int peer_closed;          /* failed by the peer's end closing (EOF,
 	                             reset, reconnection refused), not by a
 	                             timeout: the peer process may be gone */
@@ -148,6 +157,15 @@ struct local_rail {
 	double tx_free_at;        /* what this host queued has left */
 	double rx_free_at;        /* requested chunks have all arrived */
 	unsigned rx_pending;      /* requested chunks not yet arrived */
+	/* Pacing (pace.c): chunks waiting for the NIC, in arrival order;
+	 * DATA ops handed to the driver and not completed, all of one rail
+	 * (pace_rail) unless a stalled one was overtaken. */
+	struct mrail_list pace_q;
+	unsigned pace_ops;
+	struct rail *pace_rail;
+	double pace_moved_at;     /* its last completion or backlog change */
+	uint64_t pace_backlog;    /* pace_rail's driver backlog then */
+	int pace_releasing;
 };
 
 /* handshake.c */

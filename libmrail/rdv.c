@@ -179,6 +179,7 @@ void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
 	}
 	if (MRAIL_LOG_DEBUG <= mrail_log_level)
 		log_plan(g, views, n, chunks, cnt, take);
+	trace_plan(e, g, r->id, take, views, n, chunks, cnt);
 	for (unsigned v = 0; v < n && take > 0; v++) {
 		int used = 0;
 		for (int k = 0; k < cnt && !used; k++)
@@ -343,7 +344,7 @@ void rdv_rail_closed(struct mrail_engine *e, struct rail *rail)
 int rdv_rail_busy(const struct rail *rail)
 {
 	const struct mrail_list *pos;
-	if (rail->rx_req)
+	if (rail->rx_req || pace_rail_holds(rail))
 		return 1;
 	for (pos = rail->posted.next; pos != &rail->posted; pos = pos->next)
 		if (mrail_list_entry(pos, struct send_op, link)->kind != OP_PACKET)

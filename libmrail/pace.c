@@ -1,0 +1,203 @@
+/*
+ * Per-NIC pacing of payload chunks (docs/pacing.md).
+ *
+ * A rendezvous sender answers each receiver's RTRs with DATA frames on the
+ * rails the receiver chose. Handed to the kernel at once, the frames of
+ * two peers' messages sit in two sockets of one NIC, and the NIC (its
+ * qdisc) alternates between them packet by packet: both messages move at
+ * half the NIC's rate and end together, while the receivers' plans (and
+ * the busy-until record the sender reported) assumed the first message
+ * would have the NIC first. Here each NIC serves one connection's frames
+ * at a time: a frame for another connection waits, in arrival order,
+ * until the driver has completed every frame handed to it before; frames
+ * of the connection being served go straight through unless others wait
+ * (arrival order, so nobody waits forever). One peer at a time, as in a
+ * single stream, never waits: nothing changes for it.
+ *
+ * A connection whose frames stop moving (a receiver that does not read)
+ * must not hold the NIC for everyone: after PACE_STALL seconds without
+ * the driver taking any of its bytes, the next waiting frame goes anyway.
+ */
+#include "libmrail/engine.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PACE_STALL 0.005
+
+int pace_config(struct mrail_engine *e)
+{
+	const char *s = getenv("MRAIL_PACE");
+	e->pace = 1;
+	if (!s)
+		return MRAIL_OK;
+	if (!strcmp(s, "0") || !strcmp(s, "1")) {
+		e->pace = s[0] == '1';
+		return MRAIL_OK;
+	}
+	mrail_error("invalid MRAIL_PACE='%s': expected 1 (pace each NIC, the "
+		    "default) or 0 (hand chunks to the drivers at once)", s);
+	return MRAIL_ERR_CONFIG;
+}
+
+static struct mrail_list *queue_of(struct local_rail *l)
+{
+	/* Local rails are filled in by several paths (listed rails,
+	 * interfaces); the queue starts on first use. */
+	if (!l->pace_q.next)
+		mrail_list_init(&l->pace_q);
+	return &l->pace_q;
+}
+
+static int may_go(const struct mrail_engine *e, struct local_rail *l,
+		  const struct rail *r)
+{
+	if (!e->pace)
+		return 1;
+	if (!mrail_list_empty(queue_of(l)))
+		return 0;
+	return l->pace_ops == 0 || l->pace_rail == r;
+}
+
+/* Hand op to the driver; on failure nothing of it is posted. */
+static int hand(struct mrail_engine *e, struct send_op *op,
+		const struct iovec *body, int cnt)
+{
+	struct rail *r = op->rail;
+	struct local_rail *l = r->local;
+
+	if (mrail_list_empty(&r->posted))
+		r->tx_last_move = mrail_now();
+	mrail_list_append(&r->posted, &op->link);
+	op->handed = 1;
+	if (l->pace_ops++ == 0 || l->pace_rail != r) {
+		l->pace_rail = r;
+		l->pace_moved_at = mrail_now();
+	}
+	trace_op(e, TRACE_POST, op);
+	int rc = r->local->ops->send(r->ep, op->buf, op->len, body, cnt, op);
+	if (rc) {
+		mrail_list_remove(&op->link);
+		op->handed = 0;
+		l->pace_ops--;
+		return rc;
+	}
+	r->stats.tx_chunks++;
+	r->stats.tx_bytes += op->bytes;
+	r->stats.tx_wire_bytes += op->len + op->bytes;
+	return MRAIL_OK;
+}
+
+int pace_data(struct mrail_engine *e, struct send_op *op,
+	      const struct iovec *body, int cnt)
+{
+	struct rail *r = op->rail;
+	struct local_rail *l = r->local;
+
+	if (may_go(e, l, r))
+		return hand(e, op, body, cnt);
+	/* The caller's iovec is gone by the time the frame goes. */
+	memcpy(op->held_iov, body, sizeof *body * (size_t)cnt);
+	op->held_cnt = cnt;
+	op->held = 1;
+	mrail_list_append(queue_of(l), &op->link);
+	r->pace_held++;
+	e->pace_held++;
+	trace_op(e, TRACE_QUEUE, op);
+	return MRAIL_OK;
+}
+
+/* Frames waiting on l that may go now, in order. */
+static void release(struct mrail_engine *e, struct local_rail *l, int force)
+{
+	struct mrail_list *q = queue_of(l);
+
+	if (l->pace_releasing)
+		return;
+	l->pace_releasing = 1;
+	while (!mrail_list_empty(q)) {
+		struct send_op *op = mrail_list_first(q, struct send_op, link);
+		struct rail *r = op->rail;
+		if (!force && l->pace_ops > 0 && l->pace_rail != r)
+			break;
+		force = 0;
+		mrail_list_remove(&op->link);
+		op->held = 0;
+		r->pace_held--;
+		e->pace_held--;
+		int rc = r->state == RAIL_UP && r->ep
+				 ? hand(e, op, op->held_iov, op->held_cnt)
+				 : MRAIL_ERR_PEER;
+		if (rc != MRAIL_OK)
+			rail_op_done(e, op, rc); /* fails the rail */
+	}
+	l->pace_releasing = 0;
+}
+
+void pace_op_done(struct mrail_engine *e, struct send_op *op)
+{
+	struct local_rail *l = op->rail->local;
+
+	if (op->held) { /* settled before it went (rail closed) */
+		op->held = 0;
+		op->rail->pace_held--;
+		e->pace_held--;
+		return;
+	}
+	if (!op->handed)
+		return;
+	op->handed = 0;
+	if (l->pace_ops > 0)
+		l->pace_ops--;
+	l->pace_moved_at = mrail_now();
+	release(e, l, 0);
+}
+
+int pace_rail_holds(const struct rail *r)
+{
+	return r->pace_held > 0;
+}
+
+void pace_rail_closed(struct mrail_engine *e, struct rail *r)
+{
+	struct local_rail *l = r->local;
+	struct mrail_list *pos, *tmp, *q = queue_of(l);
+
+	if (r->pace_held == 0)
+		return;
+	l->pace_releasing = 1;
+	mrail_list_foreach_safe(pos, tmp, q) {
+		struct send_op *op = mrail_list_entry(pos, struct send_op, link);
+		if (op->rail == r)
+			rail_op_done(e, op, MRAIL_ERR_PEER);
+	}
+	l->pace_releasing = 0;
+	release(e, l, 0);
+}
+
+void pace_tick(struct mrail_engine *e, double now)
+{
+	for (unsigned i = 0; i < e->nlocal && e->pace_held > 0; i++) {
+		struct local_rail *l = &e->local[i];
+		if (!l->pace_q.next || mrail_list_empty(&l->pace_q))
+			continue;
+		struct rail *owner = l->pace_rail;
+		uint64_t backlog = owner && owner->ep && owner->state == RAIL_UP
+					   ? owner->local->ops->ep_backlog(owner->ep)
+					   : 0;
+		if (backlog != l->pace_backlog) {
+			l->pace_backlog = backlog;
+			l->pace_moved_at = now;
+			continue;
+		}
+		if (now - l->pace_moved_at > PACE_STALL) {
+			mrail_debug("pace: %s: a connection took nothing for "
+				    "%.0f ms; the next peer's chunk goes anyway",
+				    l->name, (now - l->pace_moved_at) * 1e3);
+			l->pace_moved_at = now;
+			release(e, l, 1);
+		}
+	}
+}
