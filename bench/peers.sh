@@ -84,7 +84,6 @@ run() {
 	"$RUN" -n "$n" --hosts "$hosts" \
 		--wrap 'ip netns exec {host}' --bind "$BIND" \
 		-x MRAIL_RAILS="$LIST" -x MRAIL_PROFILE_DIR="$MRAIL_PROFILE_DIR" \
-		${MRAIL_TRACE:+-x MRAIL_TRACE="$MRAIL_TRACE"} \
 		${MRAIL_PACE:+-x MRAIL_PACE="$MRAIL_PACE"} \
 		--timeout 3600 "$@"
 }
@@ -126,7 +125,9 @@ counters() {
 wait_quiet | tee -a "$OUT/peers.txt"
 echo "# machine busy before the run: $(busy) % over 1 s" | tee -a "$OUT/peers.txt"
 counters before | tee -a "$OUT/peers.txt"
-run 3 "$PREFIX-h0,$PREFIX-h1,$PREFIX-h2" "$B/bench/mrail-peers" \
+# MRAIL_TRACE (docs/trace.md): the benchmark's engines only, not the
+# profiling runs, so that one prefix holds one run.
+run 3 "$PREFIX-h0,$PREFIX-h1,$PREFIX-h2" ${MRAIL_TRACE:+-x MRAIL_TRACE="$MRAIL_TRACE"} "$B/bench/mrail-peers" \
 	--csv "$OUT/peers.csv" "$@" 2>&1 | tee -a "$OUT/peers.txt"
 counters after | tee -a "$OUT/peers.txt"
 echo "# load after: $(cat /proc/loadavg)" | tee -a "$OUT/peers.txt"
