@@ -19,11 +19,11 @@ int engine_progress(struct mrail_engine *e)
 	if ((++e->progress_calls & 1023) == 0)
 		handshake_expire(e);
 	/* Timers read the clock: when idle, or now and then when busy. */
-	if (events == 0 || (e->progress_calls & 63) == 0) {
+	if (events == 0 || (e->progress_calls & 63) == 0)
 		failover_tick(e);
-		if (e->pace_held)
-			pace_tick(e, mrail_now());
-	}
+	/* Held chunks wait for the kernel to send what it has (pace.c). */
+	if (e->pace_held)
+		pace_tick(e, mrail_now());
 	return events;
 }
 

@@ -164,7 +164,8 @@ struct local_rail {
 	unsigned pace_ops;
 	struct rail *pace_rail;
 	double pace_moved_at;     /* its last completion or backlog change */
-	uint64_t pace_backlog;    /* pace_rail's driver backlog then */
+	uint64_t pace_driver_backlog; /* pace_rail's driver backlog then */
+	uint64_t pace_backlog;    /* ... and its kernel's unsent bytes */
 	int pace_releasing;
 };
 
