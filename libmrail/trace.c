@@ -85,12 +85,13 @@ void trace_plan_(struct mrail_engine *e, struct gate *g, uint64_t recv_id,
 		at[c->rail] = end;
 		fprintf(e->trace,
 			"%.3f chunk rank=%u peer=%u rail=%u nic=%u id=%llu "
-			"off=%llu len=%llu busy=%.3f pstart=%.3f pend=%.3f\n",
+			"off=%llu len=%llu busy=%.3f scale=%.3f pstart=%.3f "
+			"pend=%.3f\n",
 			us(now), e->rank, (unsigned)g->id, v->index,
 			r ? nic_of(e, r) : 0u, (unsigned long long)recv_id,
 			(unsigned long long)c->offset,
 			(unsigned long long)c->length, us(v->busy_until),
-			us(start), us(end));
+			v->time_scale, us(start), us(end));
 	}
 }
 

@@ -41,7 +41,7 @@ def parse(path):
                 ev = {"t": float(parts[0]) / 1e3, "ev": parts[1]}  # ms
                 for k, v in KV.findall(line):
                     ev[k] = float(v) / 1e3 if k in ("pstart", "pend", "busy") \
-                        else int(v)
+                        else float(v) if k == "scale" else int(v)
             except (ValueError, IndexError):
                 sys.exit(f"{path}: malformed line: {line.strip()}")
             events.append(ev)
