@@ -14,6 +14,11 @@
 # docs/peers.md; --cc '' keeps the kernel's).
 set -eu
 
+# MRAIL_TRACE (docs/trace.md) is for the benchmark's engines only, not
+# the profiling runs (mrail-run passes MRAIL_* variables on): one prefix
+# then holds one run.
+TRACE=${MRAIL_TRACE:-}
+unset MRAIL_TRACE
 BUILD=build RAILS=1000mbit,400mbit OUT= PREFIX=peers SAMPLE=1 QUIET= CC=cubic
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -125,9 +130,7 @@ counters() {
 wait_quiet | tee -a "$OUT/peers.txt"
 echo "# machine busy before the run: $(busy) % over 1 s" | tee -a "$OUT/peers.txt"
 counters before | tee -a "$OUT/peers.txt"
-# MRAIL_TRACE (docs/trace.md): the benchmark's engines only, not the
-# profiling runs, so that one prefix holds one run.
-run 3 "$PREFIX-h0,$PREFIX-h1,$PREFIX-h2" ${MRAIL_TRACE:+-x MRAIL_TRACE="$MRAIL_TRACE"} "$B/bench/mrail-peers" \
+run 3 "$PREFIX-h0,$PREFIX-h1,$PREFIX-h2" ${TRACE:+-x MRAIL_TRACE="$TRACE"} "$B/bench/mrail-peers" \
 	--csv "$OUT/peers.csv" "$@" 2>&1 | tee -a "$OUT/peers.txt"
 counters after | tee -a "$OUT/peers.txt"
 echo "# load after: $(cat /proc/loadavg)" | tee -a "$OUT/peers.txt"

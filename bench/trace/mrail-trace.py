@@ -59,6 +59,9 @@ def main():
                     help="only messages of this many bytes")
     ap.add_argument("--engine", type=int, default=-1,
                     help="only engine number K")
+    ap.add_argument("--min-len", type=int, default=4096,
+                    help="ignore smaller messages (the benchmarks' "
+                    "handshakes)")
     a = ap.parse_args()
     files = sorted(glob.glob(a.prefix + ".*"))
     if not files:
@@ -114,7 +117,8 @@ def report(k, ranks, a):
         m["tx"] = [e for e in sender.get((m["recv"], m["id"]), [])
                    if m["plan"] - 1 <= e["t"] <= m["end"] + 1e-3]
     ordered = sorted((m for m in msgs.values()
-                      if m["end"] and (not a.len or m["len"] == a.len)),
+                      if m["end"] and m["len"] >= a.min_len and
+                      (not a.len or m["len"] == a.len)),
                      key=lambda m: m["plan"])
     rounds, cur = [], []
     for m in ordered:
@@ -128,7 +132,8 @@ def report(k, ranks, a):
     by_size = defaultdict(list)
     for r in rounds:
         by_size[tuple(sorted(m["len"] for m in r))].append(r)
-    print(f"== engine {k}: {name}, {len(rounds)} rounds of 2+ messages")
+    print(f"== engine {k}: {name}, {len(rounds)} rounds of 2+ messages "
+          f"(strategy name without options: see the run's order)")
     for size, rs in sorted(by_size.items()):
         for r in rs[:a.rounds]:
             print_round(r)
