@@ -13,10 +13,17 @@
  * completed first (the NIC serves chunks in the order the receivers'
  * requests for them came; rank 1's normally comes first, but not when
  * rank 1 is descheduled).
+ *
+ * With argument "death": rank 2 answers (its RTR reaches rank 0, whose
+ * chunks for it then wait behind rank 1's) and exits at once. Rank 0's
+ * send to rank 1 must complete and arrive intact; its send to rank 2 must
+ * fail with MRAIL_ERR_PEER (the waiting chunks are settled with the rail,
+ * like posted ones), not hang or touch freed memory.
  */
 #include "harness.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #define MSG_BYTES (32u << 20)
 #define ROUNDS 5
@@ -96,12 +103,64 @@ static void receiver(mrail_engine_t *e, uint8_t *buf)
 	}
 }
 
-int main(void)
+static void death(mrail_engine_t *e, uint8_t *buf)
+{
+	uint32_t me = mrail_rank(e);
+	mrail_request_t *rq[2];
+	mrail_status_t st[2];
+
+	if (me == 0) {
+		pattern_fill(buf, MSG_BYTES, 24);
+		recv_wait(e, 1, TAG_READY);
+		recv_wait(e, 2, TAG_READY);
+		CHECK_RC(mrail_isend(e, 1, buf, MSG_BYTES, TAG_DATA, &rq[0]));
+		CHECK_RC(mrail_isend(e, 2, buf, MSG_BYTES, TAG_DATA, &rq[1]));
+		int rc = mrail_wait_all(e, 2, rq, st);
+		CHECK(rc == MRAIL_OK || rc == MRAIL_ERR_PEER);
+		CHECK(st[0].error == MRAIL_OK);
+		/* All of it within rank 2's last 3 ms would be a success. */
+		CHECK(st[1].error == MRAIL_OK || st[1].error == MRAIL_ERR_PEER);
+		printf("send to the dead rank: %s\n", mrail_strerror(st[1].error));
+		recv_wait(e, 1, TAG_TIME);
+	} else if (me == 1) {
+		CHECK_RC(mrail_irecv(e, 0, buf, MSG_BYTES, TAG_DATA,
+				     MRAIL_TAG_MASK_ALL, &rq[0]));
+		send_wait(e, 0, NULL, 0, TAG_READY);
+		CHECK_RC(mrail_wait(e, rq[0], NULL));
+		CHECK(pattern_check(buf, MSG_BYTES, 24) == MSG_BYTES);
+		send_wait(e, 0, NULL, 0, TAG_TIME);
+	} else {
+		CHECK_RC(mrail_irecv(e, 0, buf, MSG_BYTES, TAG_DATA,
+				     MRAIL_TAG_MASK_ALL, &rq[0]));
+		send_wait(e, 0, NULL, 0, TAG_READY);
+		/* Until the RTR has left (a packet more on the rail; rank 1's
+		 * 32 MiB, which rank 2's chunks wait behind, takes longer). */
+		struct mrail_rail_stats s0, s;
+		CHECK_RC(mrail_rail_stats(e, 0, 0, &s0));
+		do {
+			mrail_progress(e);
+			CHECK_RC(mrail_rail_stats(e, 0, 0, &s));
+		} while (s.tx_packets == s0.tx_packets);
+		for (int i = 0; i < 3; i++) {
+			mrail_progress(e);
+			usleep(1000);
+		}
+		_exit(0);
+	}
+}
+
+int main(int argc, char **argv)
 {
 	mrail_engine_t *e = test_engine();
 	CHECK(mrail_size(e) == 3);
 	uint8_t *buf = malloc(MSG_BYTES);
 	CHECK(buf);
+	if (argc > 1 && !strcmp(argv[1], "death")) {
+		death(e, buf);
+		free(buf);
+		CHECK_RC(mrail_engine_destroy(e));
+		return 0;
+	}
 	if (mrail_rank(e) == 0) {
 		pattern_fill(buf, MSG_BYTES, 24);
 		sender(e, buf);
