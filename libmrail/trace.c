@@ -37,7 +37,8 @@ int trace_open(struct mrail_engine *e)
 	fprintf(e->trace,
 		"# mrail chunk trace v%d rank=%u size=%u strategy=%s pace=%d\n",
 		TRACE_FORMAT_VERSION, e->rank, e->size,
-		e->strategy ? e->strategy->name : "?", e->pace);
+		e->cfg.strategy && *e->cfg.strategy ? e->cfg.strategy
+		: e->strategy ? e->strategy->name : "?", e->pace);
 	for (unsigned i = 0; i < e->nlocal; i++)
 		fprintf(e->trace, "# nic=%u name=%s\n", i, e->local[i].name);
 	return MRAIL_OK;

@@ -132,8 +132,7 @@ def report(k, ranks, a):
     by_size = defaultdict(list)
     for r in rounds:
         by_size[tuple(sorted(m["len"] for m in r))].append(r)
-    print(f"== engine {k}: {name}, {len(rounds)} rounds of 2+ messages "
-          f"(strategy name without options: see the run's order)")
+    print(f"== engine {k}: {name}, {len(rounds)} rounds of 2+ messages")
     for size, rs in sorted(by_size.items()):
         for r in rs[:a.rounds]:
             print_round(r)
