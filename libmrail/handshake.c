@@ -141,13 +141,7 @@ void rail_up(struct mrail_engine *e, struct rail *r)
 	failover_rail_up(e, r);
 	rail_load_model(e, r);
 	hooks_rail_up(e, r);
-	/* One threshold per gate (a message's protocol is chosen before its
-	 * rail): the smallest of its rails'. */
-	g->eager_max = r->eager_max;
-	for (unsigned i = 0; i < g->nrails; i++)
-		if (g->rails[i] && g->rails[i]->state == RAIL_UP &&
-		    g->rails[i]->eager_max < g->eager_max)
-			g->eager_max = g->rails[i]->eager_max;
+	gate_update_eager_max(e, g);
 	mrail_debug("%s: rail %u up (%s %s <-> %s)", g->name, r->index,
 		    r->stats.driver, r->stats.local, r->stats.remote);
 	if (g->rails_up == g->nrails && g->state == GATE_CONNECTING) {

@@ -4,12 +4,14 @@
  * driver's nominal figures. A bad profile is reported and ignored, never
  * fatal. The rail's identity is computed exactly as mrail-sample names it.
  */
+#include "libmrail/busy.h"
 #include "libmrail/engine.h"
 #include "sampler/identity.h"
 #include "sampler/predict.h"
 #include "sampler/profile.h"
 #include "util/log.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,4 +116,31 @@ void rail_set_model(struct rail *r, struct mrail_rail_model *m,
 		r->bandwidth = mrail_model_bandwidth(m);
 		r->latency = mrail_model_latency(m);
 	}
+}
+
+/* One threshold per gate (a message's protocol is chosen before its
+ * rail): the smallest of its rails', which a strategy that cuts
+ * rendezvous payloads over the rails may lower (docs/split.md). */
+void gate_update_eager_max(struct mrail_engine *e, struct gate *g)
+{
+	struct mrail_rail_view v[MRAIL_MAX_RAILS];
+	unsigned n = gate_rail_views(g, v, VIEW_SEND);
+	size_t m = SIZE_MAX;
+	if (n == 0)
+		return;
+	for (unsigned i = 0; i < n; i++) {
+		v[i].busy_until = 0;
+		if (v[i].eager_max < m)
+			m = v[i].eager_max;
+	}
+	if (e->eager_auto && e->strategy->eager_max) {
+		size_t s = e->strategy->eager_max(e->strategy_state,
+						  g->strategy_peer, v, n);
+		if (s < m) {
+			mrail_debug("%s: eager up to %zu bytes (strategy; "
+				    "rails alone: %zu)", g->name, s, m);
+			m = s;
+		}
+	}
+	g->eager_max = m;
 }

@@ -181,6 +181,9 @@ void rail_update_names(struct rail *r);
 /* model.c, inband.c */
 struct mrail_rail_model;
 void rail_load_model(struct mrail_engine *e, struct rail *r);
+/* g's eager/rendezvous switch from its rails that are up: the smallest
+ * of theirs, or lower where the strategy's eager_max says so (model.c). */
+void gate_update_eager_max(struct mrail_engine *e, struct gate *g);
 /* Replace r's model (takes ownership; NULL: nominal from its figures). */
 void rail_set_model(struct rail *r, struct mrail_rail_model *m,
 		    const char *source);

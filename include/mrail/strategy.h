@@ -21,6 +21,9 @@
  *  - eager_offload (optional): an eager message at the head of the queue
  *    could leave in parts, each copied and posted by a worker thread on
  *    an idle core (offload, docs/offload.md): in which parts, if at all.
+ *  - eager_max (optional): a rail of a gate has come up and the rails'
+ *    profiles set the eager/rendezvous switch: the largest message sent
+ *    eagerly to this peer, knowing how this strategy cuts a rendezvous.
  * plus init/fini (one state per engine) and, optionally, peer_init/
  * peer_fini (one state per gate, i.e. per peer, created with the gate).
  *
@@ -34,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MRAIL_STRATEGY_ABI_VERSION 3
+#define MRAIL_STRATEGY_ABI_VERSION 4
 #define MRAIL_MAX_RAILS 64
 #define MRAIL_MAX_CHUNKS 256
 
@@ -163,6 +166,17 @@ struct mrail_strategy_ops {
 			     const struct mrail_rail_view *rails, unsigned n,
 			     uint64_t length, double t_offload,
 			     struct mrail_chunk *out, unsigned max);
+
+	/* Optional (NULL: the smallest rails[i].eager_max). ABI 4: the
+	 * largest message sent eagerly to this peer, asked when one of its
+	 * rails comes up, with the views of its rails that are up (as if
+	 * free: busy_until 0). Only asked when the threshold is automatic
+	 * (MRAIL_EAGER_MAX unset); the engine caps the answer at the
+	 * smallest rails[i].eager_max (what one packet carries on every
+	 * rail). A strategy that cuts rendezvous payloads over several
+	 * rails can switch earlier than any rail alone would. */
+	size_t (*eager_max)(void *state, void *peer_state,
+			    const struct mrail_rail_view *rails, unsigned n);
 };
 
 /*

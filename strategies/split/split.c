@@ -9,7 +9,10 @@
  * Options: min_chunk=BYTES (default 16 KiB: with 64 KiB the slow rail's
  * share of 64–128 KiB messages was dropped), max_chunks=N (default 64),
  * busy=0 to plan payloads and place eager packets as if every rail were
- * free (for measuring what busy-until accounting brings).
+ * free (for measuring what busy-until accounting brings). With profiles,
+ * messages go by rendezvous from the size where its cut over the rails
+ * beats the best rail alone (split_eager_max), not from where it pays on
+ * one rail; early_rdv=0 keeps the rails' own switch (for measuring).
  */
 #include "mrail.h"
 #include "sampler/predict.h"
@@ -17,11 +20,14 @@
 #include "strategies/strategy.h"
 #include "util/log.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 struct split_state {
 	struct mrail_split_params params;
 	int use_busy;
+	int early_rdv;
 };
 
 static int split_init(const char *args, void **state)
@@ -29,20 +35,22 @@ static int split_init(const char *args, void **state)
 	struct split_state *s = calloc(1, sizeof *s);
 	if (!s)
 		return MRAIL_ERR_NOMEM;
-	uint64_t max_chunks = 64, busy = 1;
+	uint64_t max_chunks = 64, busy = 1, early_rdv = 1;
 	s->params.min_chunk = 16384;
 	const struct mrail_strategy_opt opts[] = {
 		{"min_chunk", 1, UINT64_MAX >> 1, &s->params.min_chunk},
 		{"max_chunks", 1, MRAIL_MAX_CHUNKS, &max_chunks},
 		{"busy", 0, 1, &busy},
+		{"early_rdv", 0, 1, &early_rdv},
 	};
-	int rc = mrail_strategy_parse("split", args, opts, 3);
+	int rc = mrail_strategy_parse("split", args, opts, 4);
 	if (rc != MRAIL_OK) {
 		free(s);
 		return rc;
 	}
 	s->params.max_chunks = (unsigned)max_chunks;
 	s->use_busy = busy != 0;
+	s->early_rdv = early_rdv != 0;
 	*state = s;
 	return MRAIL_OK;
 }
@@ -95,6 +103,67 @@ static int split_rdv_split(void *state, void *peer,
 	if (cnt < 1) /* no model: the rail to finish first takes it all */
 		cnt = mrail_strategy_whole(rails, n, length, out);
 	return cnt;
+}
+
+/*
+ * Does a rendezvous of `size` bytes, cut over the free rails, finish
+ * before the best rail alone carries it eagerly? The rendezvous first
+ * costs its request and the receiver's answer (RTS, then RTR): two
+ * one-way trips of the fastest rail.
+ */
+static int rdv_pays(const struct split_state *s,
+		    const struct mrail_rail_view *rails, unsigned n,
+		    uint64_t size, double handshake)
+{
+	struct mrail_split_rail in[MRAIL_MAX_RAILS];
+	struct mrail_chunk out[MRAIL_MAX_RAILS];
+	double t, single = INFINITY;
+	for (unsigned i = 0; i < n; i++) {
+		in[i] = (struct mrail_split_rail){rails[i].model, 0,
+						  rails[i].time_scale};
+		single = fmin(single, rails[i].predict(&rails[i], size));
+	}
+	return mrail_split_plan(in, n, size, &s->params, out, &t) >= 2 &&
+	       handshake + t < single;
+}
+
+/*
+ * The eager/rendezvous switch of a gate: the smallest size from which
+ * the rendezvous cut pays (docs/split.md, "Where rendezvous starts").
+ * Each rail's profile puts its own switch where a rendezvous on that
+ * rail alone beats an eager message on it (about 200 KB on the netlab
+ * rails); cut over three rails it pays from about 64 KiB, where eager
+ * messages, placed whole, leave the slow rail either idle or late.
+ * Only with a sampled model on every rail: nominal figures do not know
+ * a rendezvous' cost.
+ */
+static size_t split_eager_max(void *state, void *peer,
+			      const struct mrail_rail_view *rails, unsigned n)
+{
+	const struct split_state *s = state;
+	size_t lim = SIZE_MAX;
+	double lat = INFINITY;
+	(void)peer;
+	for (unsigned i = 0; i < n; i++) {
+		if (rails[i].eager_max < lim)
+			lim = rails[i].eager_max;
+		if (!rails[i].model)
+			return lim;
+		lat = fmin(lat, rails[i].latency);
+	}
+	if (!s->early_rdv || n < 2 || n > MRAIL_MAX_RAILS || lim < 2 ||
+	    !rdv_pays(s, rails, n, lim, 2 * lat))
+		return lim;
+	/* lo does not pay, hi does (the plan needs 2 * min_chunk bytes) */
+	uint64_t lo = 1, hi = lim;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (rdv_pays(s, rails, n, mid, 2 * lat))
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return (size_t)hi - 1;
 }
 
 /*
@@ -152,4 +221,5 @@ const struct mrail_strategy_ops mrail_split_strategy_ops = {
 	.eager_rail = split_eager_rail,
 	.rdv_split = split_rdv_split,
 	.eager_offload = split_eager_offload,
+	.eager_max = split_eager_max,
 };
