@@ -5,10 +5,11 @@
  * pays on one rail (strategies/split/split.c, split_eager_max). Both
  * ranks file hand-made profiles for two loopback rails, 100 and 40 MB/s,
  * 10 us, on which eager beats rendezvous on one rail up to about 200 KB;
- * cut over both, rendezvous pays from about 43 KB (docs/split.md, "Where
- * rendezvous starts"). Checks that a 24000-byte message goes eager (no
- * chunk), a 60000-byte one (eager before, by every rail's threshold) goes
- * by rendezvous in chunks on both rails, and both arrive intact. With
+ * cut over both, rendezvous pays from about 7 KB (20 us of RTS and RTR
+ * against the time the slow rail saves; docs/split.md, "Where rendezvous
+ * starts"). Checks that a 4000-byte message goes eager (no chunk), 24000-
+ * and 60000-byte ones (eager before, by every rail's threshold) go by
+ * rendezvous in chunks on both rails, and all arrive intact. With
  * TEST_EARLY_RDV_OFF (meson sets MRAIL_STRATEGY=split:early_rdv=0) the
  * rails' own switch holds: both go eager.
  */
@@ -108,8 +109,9 @@ int main(void)
 		/* each rail alone: rendezvous only from about 200 KB */
 		CHECK(info.threshold > 150000);
 	}
-	CHECK_EQ(rails_with_chunks(e, me, 24000, 1), 0);
-	CHECK_EQ(rails_with_chunks(e, me, 60000, 2), off ? 0 : NRAILS);
+	CHECK_EQ(rails_with_chunks(e, me, 4000, 1), 0);
+	CHECK_EQ(rails_with_chunks(e, me, 24000, 2), off ? 0 : NRAILS);
+	CHECK_EQ(rails_with_chunks(e, me, 60000, 3), off ? 0 : NRAILS);
 	CHECK_RC(mrail_engine_destroy(e));
 	return 0;
 }
