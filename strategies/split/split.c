@@ -157,8 +157,8 @@ static int rdv_pays(const struct split_state *s,
  * rail alone beats an eager message on it (about 200 KB on the netlab
  * rails); cut over three rails it pays from about 64 KiB, where eager
  * messages, placed whole, leave the slow rail either idle or late.
- * Only with a sampled model on every rail: nominal figures do not know
- * a rendezvous' cost.
+ * Only with a sampled model (both protocols) on every rail: nominal
+ * figures do not know a rendezvous' cost.
  */
 static size_t split_eager_max(void *state, void *peer,
 			      const struct mrail_rail_view *rails, unsigned n)
@@ -170,7 +170,8 @@ static size_t split_eager_max(void *state, void *peer,
 	for (unsigned i = 0; i < n; i++) {
 		if (rails[i].eager_max < lim)
 			lim = rails[i].eager_max;
-		if (!rails[i].model)
+		if (!rails[i].model || rails[i].model->threshold_source !=
+					       MRAIL_THRESHOLD_DERIVED)
 			return lim;
 		lat = fmin(lat, rails[i].latency);
 	}
