@@ -2,19 +2,20 @@
 # fig8.sh: the paper's Fig. 8 on netlab (docs/fig8.md). As root:
 #   bench/fig8.sh [--build DIR] [--rails 1000mbit,400mbit[;R,R,R...]]
 #                 [--runs N] [--out DIR] [--prefix NAME] [--no-sample]
-#                 [-- mrail-fig8 options...]
+#                 [--summary-only] [-- mrail-fig8 options...]
 # For each bed of --rails (';' between beds) and each of --runs runs:
 # builds a 2-host lab, profiles its rails with mrail-sample (into
 # OUT/<bed>/runK/profiles, used by the split strategy), runs mrail-fig8
 # across the hosts, plots when gnuplot is there, always tears the lab
 # down; then prints one summary table (issue 24's figures: split, oracle,
-# sum, split/oracle, spread over rounds and over runs) per bed.
+# sum, split/oracle, spread over rounds and over runs) per bed
+# (--summary-only: only that table, from the runs already in OUT).
 # The issue's figures in one command:
 #   bench/fig8.sh --rails '1000mbit,400mbit;1000mbit,600mbit,200mbit' \
 #       --runs 4 -- --min-size 16K --max-size 16M
 set -eu
 
-BUILD=build BEDS=1000mbit,400mbit OUT= PREFIX=fig8 SAMPLE=1 RUNS=1
+BUILD=build BEDS=1000mbit,400mbit OUT= PREFIX=fig8 SAMPLE=1 RUNS=1 ONLY=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) BUILD=$2; shift 2 ;;
@@ -23,8 +24,9 @@ while [ $# -gt 0 ]; do
 	--out) OUT=$2; shift 2 ;;
 	--prefix) PREFIX=$2; shift 2 ;;
 	--no-sample) SAMPLE=0; shift ;;
+	--summary-only) ONLY=1; shift ;;
 	--) shift; break ;;
-	-h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
 	*) echo "fig8.sh: unknown option '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -32,6 +34,49 @@ case $RUNS in ''|*[!0-9]*|0) echo "fig8.sh: bad --runs '$RUNS'" >&2; exit 2 ;; e
 [ -n "$OUT" ] || OUT=fig8-$(echo "$BEDS" | tr ',;' '-_')
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+BEDLIST=$(echo "$BEDS" | tr ';' ' ')
+# Per size over the runs of one bed: medians of split, oracle and sum,
+# split/oracle and split/sum of those medians, the largest spread over
+# rounds within a run, and the spread of split over runs ((max-min)/median).
+summary() {
+	awk -F, -v bed="$1" -v runs="$RUNS" '
+	function med(a, n,   i, j, t, b) {
+		for (i = 1; i <= n; i++) b[i] = a[i]
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && b[j-1] > b[j]; j--) {
+			t = b[j]; b[j] = b[j-1]; b[j-1] = t }
+		return n % 2 ? b[(n+1)/2] : (b[n/2] + b[n/2+1]) / 2 }
+	FNR == 1 { f++; for (i = 1; i <= NF; i++) col[$i] = i; next }
+	{
+		s = $1; if (!(s in seen)) { seen[s] = 1; order[++ns] = s }
+		k = ++cnt[s]
+		sp[s, k] = $col["split"]; or[s, k] = $col["oracle"]; su[s, k] = $col["sum"]
+		if ($col["split_spread"] > rmax[s]) rmax[s] = $col["split_spread"]
+	}
+	END {
+		printf "\n== %s: %d run(s), medians over runs ==\n", bed, runs
+		printf "%8s %8s %8s %8s %7s %7s %9s %9s %s\n", "size", "split", "oracle", "sum",
+			"spl/orc", "spl/sum", "rnd-spr", "run-spr", "split per run"
+		for (o = 1; o <= ns; o++) {
+			s = order[o]; n = cnt[s]; lo = hi = sp[s, 1]; l = ""
+			for (k = 1; k <= n; k++) {
+				a[k] = sp[s, k]; b[k] = or[s, k]; c[k] = su[s, k]
+				if (a[k] < lo) lo = a[k]; if (a[k] > hi) hi = a[k]
+				l = l sprintf(" %.1f", a[k])
+			}
+			ms = med(a, n); mo = med(b, n); mu = med(c, n)
+			sz = s >= 1048576 ? (s / 1048576) "M" : (s / 1024) "K"
+			printf "%8s %8.1f %8.1f %8.1f %7.3f %7.3f %8.1f%% %8.1f%%%s\n", sz, ms, mo, mu,
+				ms / mo, ms / mu, 100 * rmax[s], 100 * (hi - lo) / ms, l
+		}
+	}' "$2"/run*/fig8.csv
+}
+
+if [ "$ONLY" = 1 ]; then
+	for RAILS in $BEDLIST; do
+		summary "$RAILS" "$OUT/$(echo "$RAILS" | tr ',' '-')"
+	done
+	exit 0
+fi
 B=$(cd "$BUILD" && pwd)
 NETLAB=$B/bench/netlab/netlab
 RUN=$B/launcher/mrail-run
@@ -94,43 +139,6 @@ plot for [i=2:$NC] '$D/fig8.csv' using 1:i with linespoints
 GP
 }
 
-# Per size over the runs of one bed: medians of split, oracle and sum,
-# split/oracle and split/sum of those medians, the largest spread over
-# rounds within a run, and the spread of split over runs ((max-min)/median).
-summary() {
-	awk -F, -v bed="$1" -v runs="$RUNS" '
-	function med(a, n,   i, j, t, b) {
-		for (i = 1; i <= n; i++) b[i] = a[i]
-		for (i = 2; i <= n; i++) for (j = i; j > 1 && b[j-1] > b[j]; j--) {
-			t = b[j]; b[j] = b[j-1]; b[j-1] = t }
-		return n % 2 ? b[(n+1)/2] : (b[n/2] + b[n/2+1]) / 2 }
-	FNR == 1 { f++; for (i = 1; i <= NF; i++) col[$i] = i; next }
-	{
-		s = $1; if (!(s in seen)) { seen[s] = 1; order[++ns] = s }
-		k = ++cnt[s]
-		sp[s, k] = $col["split"]; or[s, k] = $col["oracle"]; su[s, k] = $col["sum"]
-		if ($col["split_spread"] > rmax[s]) rmax[s] = $col["split_spread"]
-	}
-	END {
-		printf "\n== %s: %d run(s), medians over runs ==\n", bed, runs
-		printf "%8s %8s %8s %8s %7s %7s %9s %9s %s\n", "size", "split", "oracle", "sum",
-			"spl/orc", "spl/sum", "rnd-spr", "run-spr", "split per run"
-		for (o = 1; o <= ns; o++) {
-			s = order[o]; n = cnt[s]; lo = hi = sp[s, 1]; l = ""
-			for (k = 1; k <= n; k++) {
-				a[k] = sp[s, k]; b[k] = or[s, k]; c[k] = su[s, k]
-				if (a[k] < lo) lo = a[k]; if (a[k] > hi) hi = a[k]
-				l = l sprintf(" %.1f", a[k])
-			}
-			ms = med(a, n); mo = med(b, n); mu = med(c, n)
-			sz = s >= 1048576 ? (s / 1048576) "M" : (s / 1024) "K"
-			printf "%8s %8.1f %8.1f %8.1f %7.3f %7.3f %8.1f%% %8.1f%%%s\n", sz, ms, mo, mu,
-				ms / mo, ms / mu, 100 * rmax[s], 100 * (hi - lo) / ms, l
-		}
-	}' "$2"/run*/fig8.csv
-}
-
-BEDLIST=$(echo "$BEDS" | tr ';' ' ')
 for RAILS in $BEDLIST; do
 	BD=$OUT/$(echo "$RAILS" | tr ',' '-')
 	"$NETLAB" --prefix "$PREFIX" up --hosts 2 --rails "$RAILS" --base auto
