@@ -13,13 +13,49 @@
 #include "../check.h"
 #include "mrail.h"
 #include "sampler/predict.h"
+#include "sampler/profile.h"
 #include "strategies/split/plan.h"
 #include "strategies/strategy.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 #include <stdlib.h>
 
 extern const struct mrail_strategy_ops mrail_split_strategy_ops;
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A profiled-looking rail: eager lat + 1.01 s/bw (a copy) up to 256 KiB,
+ * rendezvous 3 lat + s/bw (its handshake): both protocols sampled, so
+ * split may move the switch (split_eager_max). */
+static struct mrail_rail_model *profiled(double bw, double lat)
+{
+	static struct mrail_profile p;
+	struct mrail_rail_model *m;
+	memset(&p, 0, sizeof p);
+	strcpy(p.id.driver, "tcp");
+	strcpy(p.id.local, "eth0");
+	strcpy(p.id.peer, "node2/eth1");
+	strcpy(p.date, "2026-11-26T12:00:00Z");
+	strcpy(p.tool, "test");
+	strcpy(p.statistic, "synthetic");
+	for (unsigned i = 0; i <= 26; i++) {
+		double sz = (double)(UINT64_C(1) << i);
+		p.samples[p.nsamples++] = (struct mrail_profile_sample){
+			UINT64_C(1) << i,
+			i <= 18 ? lat + 1.01 * sz / bw : NAN,
+			3 * lat + sz / bw};
+	}
+	CHECK(mrail_model_from_profile(&p, &m) == MRAIL_OK);
+	return m;
+}
 
 static double view_predict(const struct mrail_rail_view *v, uint64_t bytes)
 {
@@ -35,11 +71,10 @@ static void bed(const double *mbs, unsigned n, double lat)
 	void *st;
 	CHECK(ops->init("", &st) == MRAIL_OK);
 	for (unsigned i = 0; i < n; i++) {
-		CHECK(mrail_model_from_nominal(mbs[i] * 1e6, lat, &m[i]) ==
-		      MRAIL_OK);
+		m[i] = profiled(mbs[i] * 1e6, lat);
 		v[i] = (struct mrail_rail_view){
 			.index = i, .idle = 1, .bandwidth = mbs[i] * 1e6,
-			.latency = lat, .eager_max = 65536, .model = m[i],
+			.latency = lat, .eager_max = 65496, .model = m[i],
 			.busy_until = 0, .time_scale = 1,
 			.predict = view_predict};
 		in[i] = (struct mrail_split_rail){m[i], 0, 1};
@@ -63,6 +98,13 @@ static void bed(const double *mbs, unsigned n, double lat)
 		       s / to / 1e6, to / t);
 		CHECK(to / t >= 0.97);
 	}
+	/* The switch the engine asks for at each rail up: cheap enough for
+	 * thousands of peers (printed, not checked: timing). */
+	double t0 = now();
+	size_t em = ops->eager_max(st, NULL, v, n);
+	printf("  eager up to %zu bytes (asked in %.0f us)\n", em,
+	       (now() - t0) * 1e6);
+	CHECK(em < 65496); /* the rails alone: 256 KiB, capped at 65496 */
 	ops->fini(st);
 	for (unsigned i = 0; i < n; i++)
 		mrail_model_free(m[i]);
