@@ -2,10 +2,14 @@
  * mpi-bench: ping-pong latency and bandwidth, streaming bandwidth with a
  * window, allreduce and alltoall time; by message size. Plain MPI, so the same binary
  * compares transports (bench/mpi/run.sh, docs/mpi-ompi.md).
- * usage: mpi-bench pingpong|stream|allreduce|alltoall [MAX_BYTES] [LABEL]
+ * usage: mpi-bench pingpong|stream|bw|bibw|allreduce|alltoall [MAX_BYTES] [LABEL]
  *        [WINDOW]
  * (alltoall: MAX_BYTES to each rank; WINDOW: sends in flight in stream,
  * default 16; OSU's osu_bw uses 64)
+ * bw, bibw: osu_bw / osu_bibw style, every power of two from 16 KiB: a
+ * window of up to 64 messages (fewer from 1 MiB, at most 32 MiB in flight,
+ * so that 16 MiB rounds stay short on slow rails); bibw sends the window
+ * both ways at once and counts the bytes of both directions.
  * Prints CSV on rank 0: label,test,np,bytes,usec,MBps
  * usec is the median over iterations (one way for pingpong): a VM's
  * scheduling hiccups hit single iterations and would move a mean.
@@ -20,6 +24,15 @@ enum { WINDOW_DEFAULT = 16, WINDOW_MAX = 1024 };
  * memory, then slots again (osu_bw uses one buffer for the whole window);
  * 256 MiB is what window 16 always took at 16 MiB. */
 #define STREAM_BUF_MAX ((size_t)256 << 20)
+enum { OSU_WINDOW = 64 };
+#define OSU_MIN ((size_t)16 << 10)
+#define OSU_INFLIGHT ((size_t)32 << 20)
+
+static int osu_window(size_t n)
+{
+	size_t w = OSU_INFLIGHT / n;
+	return w >= OSU_WINDOW ? OSU_WINDOW : w < 2 ? 2 : (int)w;
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -36,6 +49,37 @@ static int iters_for(size_t n)
 	if (n <= (1 << 20))
 		return 40;
 	return 8;
+}
+
+/* bw and bibw move up to OSU_INFLIGHT bytes per iteration. */
+static int osu_iters_for(size_t n)
+{
+	return n <= ((size_t)256 << 10) ? 20 : 8;
+}
+
+/* One window of bw (sender -> receiver, acknowledged by the receiver as
+ * osu_bw does) or bibw (both ways at once, as osu_bibw). */
+static void osu_window_run(int bidir, int rank, int peer, char *a, char *b,
+			   size_t n, int w)
+{
+	MPI_Request r[2 * OSU_WINDOW];
+	int k = 0, sender = rank % 2 == 0;
+	if (bidir || !sender)
+		for (int i = 0; i < w; i++)
+			MPI_Irecv(b + (size_t)i * n, (int)n, MPI_BYTE, peer, 4,
+				  MPI_COMM_WORLD, &r[k++]);
+	if (bidir || sender)
+		for (int i = 0; i < w; i++)
+			MPI_Isend(a + (size_t)i * n, (int)n, MPI_BYTE, peer, 4,
+				  MPI_COMM_WORLD, &r[k++]);
+	MPI_Waitall(k, r, MPI_STATUSES_IGNORE);
+	if (bidir)
+		return;
+	char ack = 0;
+	if (sender)
+		MPI_Recv(&ack, 1, MPI_BYTE, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+	else
+		MPI_Send(&ack, 1, MPI_BYTE, peer, 5, MPI_COMM_WORLD);
 }
 
 int main(int argc, char **argv)
@@ -57,7 +101,10 @@ int main(int argc, char **argv)
 	size_t slots = (size_t)window;
 	if (max > 0 && slots * max > STREAM_BUF_MAX)
 		slots = STREAM_BUF_MAX / max > 0 ? STREAM_BUF_MAX / max : 1;
-	size_t bufsz = !strcmp(test, "stream")     ? max * slots
+	int osu = !strcmp(test, "bw") || !strcmp(test, "bibw");
+	int bidir = !strcmp(test, "bibw");
+	size_t bufsz = osu			   ? max * (size_t)osu_window(max)
+		       : !strcmp(test, "stream")   ? max * slots
 		       : !strcmp(test, "alltoall") ? max * (size_t)np
 						   : max;
 	char *a = malloc(bufsz ? bufsz : 1), *b = malloc(bufsz ? bufsz : 1);
@@ -68,8 +115,8 @@ int main(int argc, char **argv)
 		printf("label,test,np,bytes,usec,MBps\n");
 	/* 8, 64, 512, 4 KiB, 32 KiB, then every power of two from 64 KiB
 	 * (the range the issue's targets are about). */
-	for (size_t n = 8; n <= max; n *= n < 32768 ? 8 : 2) {
-		int it = iters_for(n), warm = it / 10 + 1;
+	for (size_t n = osu ? OSU_MIN : 8; n <= max; n *= n < 32768 && !osu ? 8 : 2) {
+		int it = osu ? osu_iters_for(n) : iters_for(n), warm = it / 10 + 1;
 		double *t = calloc((size_t)it, sizeof *t);
 		for (int k = -warm; k < it; k++) {
 			MPI_Barrier(MPI_COMM_WORLD);
@@ -102,6 +149,8 @@ int main(int argc, char **argv)
 						 MPI_STATUS_IGNORE);
 				else
 					MPI_Send(&ack, 1, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
+			} else if (osu && peer < np) {
+				osu_window_run(bidir, rank, peer, a, b, n, osu_window(n));
 			} else if (!strcmp(test, "allreduce")) {
 				if (n < 8)
 					continue;
@@ -124,6 +173,8 @@ int main(int argc, char **argv)
 			mbps = n / us;
 		} else if (!strcmp(test, "stream")) {
 			mbps = (double)n * window / us;
+		} else if (osu) {
+			mbps = (double)n * osu_window(n) * (bidir ? 2 : 1) / us;
 		}
 		if (rank == 0)
 			printf("%s,%s,%d,%zu,%.2f,%.1f\n", label, test, np, n, us,
