@@ -2,15 +2,19 @@
  * mpi-bench: ping-pong latency and bandwidth, streaming bandwidth with a
  * window, allreduce and alltoall time; by message size. Plain MPI, so the same binary
  * compares transports (bench/mpi/run.sh, docs/mpi-ompi.md).
- * usage: mpi-bench pingpong|stream|bw|bibw|allreduce|alltoall [MAX_BYTES] [LABEL]
+ * usage: mpi-bench pingpong|latency|stream|bw|bibw|allreduce|alltoall [MAX_BYTES] [LABEL]
  *        [WINDOW]
  * (alltoall: MAX_BYTES to each rank; WINDOW: sends in flight in stream,
  * default 16; OSU's osu_bw uses 64)
  * bw, bibw: osu_bw / osu_bibw style, every power of two from 16 KiB: a
- * window of up to 64 messages (fewer from 1 MiB, at most 32 MiB in flight,
+ * window of up to 64 messages (fewer from 512 KiB: 16 MiB in flight, at least 2,
  * so that 16 MiB rounds stay short on slow rails); bibw sends the window
  * both ways at once and counts the bytes of both directions.
  * Prints CSV on rank 0: label,test,np,bytes,usec,MBps
+ * latency: osu_latency style, ping-pong round trips back to back (no
+ * barrier between them), one way = total / 2 / round trips; MPI_BENCH_ITERS
+ * sets the round trips per size (default as pingpong), so two runs with
+ * different counts give per-round-trip figures (strace -c, perf stat).
  * usec is the median over iterations (one way for pingpong): a VM's
  * scheduling hiccups hit single iterations and would move a mean.
  */
@@ -26,7 +30,7 @@ enum { WINDOW_DEFAULT = 16, WINDOW_MAX = 1024 };
 #define STREAM_BUF_MAX ((size_t)256 << 20)
 enum { OSU_WINDOW = 64 };
 #define OSU_MIN ((size_t)16 << 10)
-#define OSU_INFLIGHT ((size_t)32 << 20)
+#define OSU_INFLIGHT ((size_t)16 << 20)
 
 static int osu_window(size_t n)
 {
@@ -54,7 +58,7 @@ static int iters_for(size_t n)
 /* bw and bibw move up to OSU_INFLIGHT bytes per iteration. */
 static int osu_iters_for(size_t n)
 {
-	return n <= ((size_t)256 << 10) ? 20 : 8;
+	return n <= ((size_t)256 << 10) ? 12 : 6;
 }
 
 /* One window of bw (sender -> receiver, acknowledged by the receiver as
@@ -80,6 +84,37 @@ static void osu_window_run(int bidir, int rank, int peer, char *a, char *b,
 		MPI_Recv(&ack, 1, MPI_BYTE, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 	else
 		MPI_Send(&ack, 1, MPI_BYTE, peer, 5, MPI_COMM_WORLD);
+}
+
+static void latency_run(int rank, int peer, char *a, char *b, size_t max,
+			const char *label)
+{
+	const char *env = getenv("MPI_BENCH_ITERS");
+	for (size_t n = 8; n <= max; n *= 8) {
+		int it = env ? atoi(env) : iters_for(n);
+		if (it < 1)
+			it = 1;
+		double t0 = 0;
+		for (int k = -(it / 10 + 1); k < it; k++) {
+			if (k == 0) {
+				MPI_Barrier(MPI_COMM_WORLD);
+				t0 = MPI_Wtime();
+			}
+			if (rank == 0) {
+				MPI_Send(a, (int)n, MPI_BYTE, peer, 6, MPI_COMM_WORLD);
+				MPI_Recv(b, (int)n, MPI_BYTE, peer, 6, MPI_COMM_WORLD,
+					 MPI_STATUS_IGNORE);
+			} else if (rank == 1) {
+				MPI_Recv(b, (int)n, MPI_BYTE, peer, 6, MPI_COMM_WORLD,
+					 MPI_STATUS_IGNORE);
+				MPI_Send(a, (int)n, MPI_BYTE, peer, 6, MPI_COMM_WORLD);
+			}
+		}
+		double us = (MPI_Wtime() - t0) * 1e6 / 2 / it;
+		if (rank == 0)
+			printf("%s,latency,2,%zu,%.2f,%.1f\n", label, n, us, n / us);
+		fflush(stdout);
+	}
 }
 
 int main(int argc, char **argv)
@@ -113,6 +148,10 @@ int main(int argc, char **argv)
 	int peer = rank ^ 1;
 	if (rank == 0)
 		printf("label,test,np,bytes,usec,MBps\n");
+	if (!strcmp(test, "latency")) {
+		latency_run(rank, peer, a, b, max, label);
+		max = 0; /* skips the loop below */
+	}
 	/* 8, 64, 512, 4 KiB, 32 KiB, then every power of two from 64 KiB
 	 * (the range the issue's targets are about). */
 	for (size_t n = osu ? OSU_MIN : 8; n <= max; n *= n < 32768 && !osu ? 8 : 2) {
