@@ -40,5 +40,6 @@ nlmpi_run() {
 
 nlmpi_bytes() {
 	"$NL" exec "$1" cat /sys/class/net/$2/statistics/tx_bytes \
-		/sys/class/net/$2/statistics/rx_bytes | awk '{s += $1} END {print s}'
+		/sys/class/net/$2/statistics/rx_bytes |
+		awk '{s += $1} END {printf "%.0f\n", s}' # not 2.5e+09
 }
