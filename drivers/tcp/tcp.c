@@ -317,6 +317,7 @@ static void tcp_close(struct mrail_drv *drv)
 	if (!drv)
 		return;
 	dc_drv_fini(&drv->dc);
+	free(drv->rbuf_spare);
 	free(drv);
 }
 

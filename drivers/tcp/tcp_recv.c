@@ -326,7 +326,14 @@ static bool rx_make_room(struct mrail_drv_ep *ep)
 	size_t cap = frame > want ? frame : want;
 
 	if (ep->rcap < cap) {
-		char *grown = realloc(ep->rbuf, cap);
+		struct mrail_drv *drv = tcp_drv(ep);
+		char *grown;
+		if (!ep->rbuf && cap == TCP_RBUF_MIN && drv->rbuf_spare) {
+			grown = drv->rbuf_spare;
+			drv->rbuf_spare = NULL;
+		} else {
+			grown = realloc(ep->rbuf, cap);
+		}
 		if (!grown) {
 			rx_nomem(ep, cap);
 			return false;
@@ -367,6 +374,19 @@ static enum rx_result rx_read_frames(struct mrail_drv_ep *ep)
 
 /* ---- entry point ------------------------------------------------------- */
 
+/* A drained connection gives its buffer up: to the instance's spare slot
+ * when that is empty and the buffer has the starting size, else to free. */
+static void rx_release_rbuf(struct mrail_drv_ep *ep)
+{
+	struct mrail_drv *drv = tcp_drv(ep);
+	if (ep->rbuf && ep->rcap == TCP_RBUF_MIN && !drv->rbuf_spare)
+		drv->rbuf_spare = ep->rbuf;
+	else
+		free(ep->rbuf);
+	ep->rbuf = NULL;
+	ep->rcap = 0;
+}
+
 void tcp_rx_process(struct mrail_drv_ep *ep)
 {
 	int syscalls = 0;
@@ -385,12 +405,13 @@ void tcp_rx_process(struct mrail_drv_ep *ep)
 		if (drained && !ep->in_body && ep->rstart == ep->rend) {
 			/* Nothing pending: an idle connection keeps no
 			 * buffer (TCP_RBUF_MIN). */
-			free(ep->rbuf);
-			ep->rbuf = NULL;
-			ep->rcap = ep->rstart = ep->rend = 0;
+			rx_release_rbuf(ep);
+			ep->rstart = ep->rend = 0;
 			ep->rfull = false;
-			free(ep->dst); /* 16 KiB: malloc'd at the next body */
-			ep->dst = NULL;
+			if (ep->dst) { /* 16 KiB: malloc'd at the next body */
+				free(ep->dst);
+				ep->dst = NULL;
+			}
 		}
 		if (drained || syscalls++ >= TCP_RX_SYSCALL_BUDGET)
 			return;
