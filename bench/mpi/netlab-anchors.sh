@@ -47,7 +47,7 @@ ERR=$OUT/err.log CSV=$OUT/anchors.csv
 : >"$ERR"
 echo "label,test,np,bytes,usec,MBps" >"$CSV"
 {
-	echo "# netlab-anchors.sh $(date -u '+%Y-%m-%d %H:%M UTC') $(uname -r), $(nproc) CPUs, rails $RATES, $ROUNDS rounds"
+	echo "# netlab-anchors.sh $(date -u "+%Y-%m-%d %H:%M UTC") $(uname -r), $(nproc) CPUs, rails $RATES, $ROUNDS rounds, build $B"
 	echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT/table.txt"
 

@@ -1,6 +1,6 @@
-# bench/mpi/netlab_mpi.sh: sourced by the bench/mpi netlab scripts (run.sh,
-# netlab-anchors.sh). A 2-host netlab whose hosts run mpirun's daemons
-# through tests/pmix/netns_rsh_agent.sh (a TMPDIR per host: the hosts share
+# bench/mpi/netlab_mpi.sh: sourced by the bench/mpi netlab scripts
+# (netlab-anchors.sh; run.sh still has its own copy). A 2-host netlab
+# whose hosts run mpirun's daemons through tests/pmix/netns_rsh_agent.sh (a TMPDIR per host: the hosts share
 # /tmp and the host name, so without it Open MPI's session directories
 # collide; docs/netlab.md, issue 24).
 # The caller sets B (build dir), AGENT, SYS (Open MPI's own MCA dir) and P
