@@ -275,6 +275,9 @@ typedef struct mrail_status {
 	uint64_t tag;        /* sender's tag */
 	size_t length;       /* bytes received (sent, for a send request) */
 	int error;           /* MRAIL_OK or MRAIL_ERR_* */
+	/* A receive: the sender's length, above `length` when truncated
+	 * (libfabric's olen needs it); 0 on other requests. */
+	size_t msg_length;
 } mrail_status_t;
 
 /*

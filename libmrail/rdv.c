@@ -145,6 +145,7 @@ void rdv_recv_start(struct mrail_engine *e, struct mrail_request *r,
 	r->status.source = g->id;
 	r->status.tag = tag;
 	r->status.length = take;
+	r->status.msg_length = msg_len;
 	r->remote_id = send_id;
 	r->expected = take;
 	r->done_bytes = 0;

@@ -39,6 +39,7 @@ void recv_deliver_eager(struct mrail_engine *e, struct mrail_request *r,
 	r->status.source = g->id;
 	r->status.tag = tag;
 	r->status.length = take;
+	r->status.msg_length = len;
 	request_complete(e, r, len > r->len ? MRAIL_ERR_TRUNCATE : MRAIL_OK);
 }
 
@@ -256,6 +257,7 @@ static int on_part(struct mrail_engine *e, struct gate *g,
 			r->status.tag = h->tag;
 			r->status.length = h->msg_len < r->len ? h->msg_len
 							       : r->len;
+			r->status.msg_length = h->msg_len;
 			g->next_recv_seq++;
 			deliver_followers(e, g);
 		} else {

@@ -54,6 +54,7 @@ void self_match(struct mrail_engine *e, struct mrail_request *recv,
 	recv->status.source = u->gate->id;
 	recv->status.tag = s->tag;
 	recv->status.length = take;
+	recv->status.msg_length = s->len;
 	request_complete(e, recv, s->len > recv->len ? MRAIL_ERR_TRUNCATE
 						     : MRAIL_OK);
 	request_complete(e, s, MRAIL_OK);

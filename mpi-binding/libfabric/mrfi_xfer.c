@@ -94,9 +94,10 @@ static void op_done(mrail_request_t *req, const mrail_status_t *st, void *ctx)
 	if (err != MRAIL_OK) {
 		e.err = -mrfi_err(err);
 		e.prov_errno = err;
-		/* The engine reports the bytes it placed, not how long the
-		 * message was: olen stays 0 (unknown). */
-		e.olen = 0;
+		/* fi_cq(3): olen is what did not fit; len stays the
+		 * bytes placed. */
+		if (err == MRAIL_ERR_TRUNCATE && st->msg_length > st->length)
+			e.olen = st->msg_length - st->length;
 	}
 	mrfi_cq_push(cq, &e);
 	free(o);

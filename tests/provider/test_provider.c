@@ -221,6 +221,8 @@ static void receiver(void)
 	CHECK(err.op_context == &ctx[2] && err.len == 4 && err.tag == 0x55,
 	      "trunc entry: len %zu tag %llx", err.len,
 	      (unsigned long long)err.tag);
+	/* fi_cq(3): olen = the bytes that did not fit (16 - 4). */
+	CHECK(err.olen == 12, "trunc entry: olen %zu, not 12", err.olen);
 	CHECK(buf[3] == 'c' && buf[4] == 0, "truncated data");
 	/* 4: untagged. */
 	CHECK(fi_recv(ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, &ctx[3]) == 0,
