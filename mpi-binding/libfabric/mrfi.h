@@ -134,6 +134,7 @@ struct mrfi_ep {
 	struct mrfi_name_srv *srv;
 	unsigned char name[FI_NAME_MAX];
 	size_t name_len;
+	int sampled;                  /* in-band sampling done (mrfi_sample.c) */
 };
 
 /* mrfi_info.c */
@@ -158,6 +159,11 @@ int mrfi_av_blob(struct mrfi_av *av, fi_addr_t addr, unsigned char **blob,
 		 size_t *len);
 /* Add AV entry `addr` to the endpoint's engine (no-op if done). */
 int mrfi_ep_add_peer(struct mrfi_ep *ep, fi_addr_t addr);
+
+/* mrfi_sample.c: in-band sampling when an insert lists the job (names:
+ * count names of FI_NAME_MAX bytes; addrs: what each became). */
+void mrfi_sample_rails(struct mrfi_av *av, const unsigned char *names,
+		       size_t count, const fi_addr_t *addrs);
 
 /* mrfi_cq.c */
 int mrfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,

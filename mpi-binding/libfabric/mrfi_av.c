@@ -46,6 +46,10 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count,
 	if (flags & FI_EVENT)
 		return -FI_ENOEQ; /* no event queues: inserts are synchronous */
 	int done = 0;
+	/* What each name became, for sampling (fi_addr may be NULL). */
+	fi_addr_t *got = calloc(count ? count : 1, sizeof *got);
+	if (!got)
+		return -FI_ENOMEM;
 	for (size_t i = 0; i < count; i++) {
 		const unsigned char *name =
 			(const unsigned char *)addr + i * FI_NAME_MAX;
@@ -56,6 +60,7 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count,
 		if (old != FI_ADDR_NOTAVAIL) {
 			if (fi_addr)
 				fi_addr[i] = old;
+			got[i] = old;
 			done++;
 			continue;
 		}
@@ -93,9 +98,12 @@ static int av_insert(struct fid_av *fav, const void *addr, size_t count,
 			rc = mrfi_ep_add_peer(eps[k], idx);
 		if (fi_addr)
 			fi_addr[i] = rc ? FI_ADDR_NOTAVAIL : idx;
+		got[i] = rc ? FI_ADDR_NOTAVAIL : idx;
 		if (!rc)
 			done++;
 	}
+	mrfi_sample_rails(av, addr, count, got);
+	free(got);
 	return done;
 }
 

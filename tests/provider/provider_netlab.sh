@@ -3,7 +3,8 @@
 # two shaped rails (1000 + 400 Mbit/s), as tests/mpi/mpi_netlab.sh does for
 # the mrail MTL (which also runs the programs over ob1, proving them):
 # mpi_p2p "large" (one 256 MiB message) and mpi_coll, then the hosts'
-# interface counters must show that both rails carried traffic.
+# interface counters must show that both rails carried traffic, and the
+# rails must have been sampled in-band (r0 measured faster than r1).
 # usage: provider_netlab.sh NETLAB MPIRUN SYS_MCA_DIR AGENT PROVIDER_DIR P2P COLL
 # Needs root (exits 77 without it, or without Open MPI).
 set -uo pipefail
@@ -47,7 +48,18 @@ run() { # NP PROG [ARGS]
 }
 
 b0=$(bytes h0 r0) b1=$(bytes h0 r1)
-run 2 "$P2P" large
+# At info level the engine names each rail's in-band model: under the
+# provider too the rails are sampled when the job's names are inserted
+# (mpi-binding/libfabric/mrfi_sample.c), so the 1000 Mbit/s rail must come
+# out faster than the 400 Mbit/s one (nominal models say 10 Gbit/s each).
+MRAIL_LOG_LEVEL=info run 2 "$P2P" large
+grep 'in-band model' "$T/err" | head -4
+grep 'in-band model' "$T/err" | awk '
+	/\(r0\): in-band model/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^MB\/s/) r0 = $i }
+	/\(r1\): in-band model/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^MB\/s/) r1 = $i }
+	END { printf "in-band models: r0 %s MB/s, r1 %s MB/s\n", r0, r1
+	      exit !(r0 > 0 && r1 > 0 && r0 > 1.5 * r1) }' ||
+	fail "no in-band models, or r0's not above r1's"
 run 3 "$COLL"
 d0=$(( $(bytes h0 r0) - b0 )) d1=$(( $(bytes h0 r1) - b1 ))
 echo "ofi-mrail: host h0 moved $d0 B on r0, $d1 B on r1"

@@ -1,0 +1,166 @@
+/*
+ * In-band sampling of the rails under the provider. libfabric has no
+ * bootstrap and no moment at which a process knows its peers are idle,
+ * but MPI libraries give one: at initialisation every process inserts
+ * the names of the whole job, its own among them, in one fi_av_insert
+ * (Open MPI's ofi MTL in add_procs, MPICH ch4:ofi at its address
+ * exchange), and no application message can exist before that call
+ * returns on both sides. So an insert that contains the endpoint's own
+ * name and names on other hosts is taken as that moment: each process
+ * samples its rails with one partner on another host through
+ * mrail_sample_peer(), as the mrail MTL does at MPI_Init. Without it the
+ * rails plan with nominal figures (netlab's veths report 10 Gbit/s each)
+ * and the split cuts messages in equal parts.
+ *
+ * Every process must compute the same pairs from its own copy of the
+ * list, whatever order its library put the names in: the names are
+ * sorted (bytes), hosts told apart by the IPv4 addresses a name lists,
+ * and pairs chosen as the MTL does (each unpaired name takes the lowest
+ * unpaired name on another host; one left over is served by the lowest
+ * name on another host). Sessions run in that one global order, so the
+ * lowest unfinished session always has both sides at it: no deadlock.
+ * Done once per endpoint; MRAIL_INBAND_SAMPLING=0 turns it off (the
+ * engine then skips the exchange, on both sides alike).
+ */
+#include "mrfi.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sname {
+	const unsigned char *name;
+	fi_addr_t addr;
+};
+
+static int by_name(const void *a, const void *b)
+{
+	return memcmp(((const struct sname *)a)->name,
+		      ((const struct sname *)b)->name, FI_NAME_MAX);
+}
+
+/* Names of one host list the same addresses (mrfi_name.c: byte 4 is
+ * their count, the addresses start at byte 24). */
+static int same_host(const unsigned char *a, const unsigned char *b)
+{
+	unsigned n = a[4];
+	if (n != b[4] || n == 0 || 24 + 4 * n > FI_NAME_MAX)
+		return n == b[4] && n == 0;
+	return !memcmp(a + 24, b + 24, 4 * n);
+}
+
+/* Partner sessions of name `me` in global order; returns their count. */
+static size_t sessions(const struct sname *s, size_t n, size_t me,
+		       size_t *with)
+{
+	size_t ns = 0;
+	ptrdiff_t *mate = malloc(n * sizeof *mate);
+	if (!mate)
+		return 0;
+	for (size_t r = 0; r < n; r++)
+		mate[r] = -1;
+	for (size_t r = 0; r < n; r++)
+		for (size_t q = r + 1; mate[r] < 0 && q < n; q++)
+			if (mate[q] < 0 && !same_host(s[q].name, s[r].name)) {
+				mate[r] = (ptrdiff_t)q;
+				mate[q] = (ptrdiff_t)r;
+				if (r == me || q == me)
+					with[ns++] = r == me ? q : r;
+			}
+	/* Left over: served by the lowest name on another host, after the
+	 * pairs (the same order on every side). */
+	for (size_t r = 0; r < n; r++)
+		for (size_t q = 0; mate[r] < 0 && q < n; q++)
+			if (!same_host(s[q].name, s[r].name)) {
+				mate[r] = (ptrdiff_t)q;
+				if (r == me || q == me)
+					with[ns++] = r == me ? q : r;
+			}
+	free(mate);
+	return ns;
+}
+
+/* Whether `names` holds the endpoint's own name. */
+static int lists_self(const struct mrfi_ep *ep, const unsigned char *names,
+		      size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		if (!memcmp(names + i * FI_NAME_MAX, ep->name, FI_NAME_MAX))
+			return 1;
+	return 0;
+}
+
+static void sample_ep(struct mrfi_ep *ep, const unsigned char *names,
+		      size_t count, const fi_addr_t *addrs)
+{
+	struct sname *s = malloc(count * sizeof *s);
+	size_t *with = malloc(count * sizeof *with);
+	size_t n = 0, me = SIZE_MAX;
+	if (!s || !with)
+		goto out;
+	for (size_t i = 0; i < count; i++) {
+		const unsigned char *nm = names + i * FI_NAME_MAX;
+		int dup = 0;
+		for (size_t k = 0; k < n && !dup; k++)
+			dup = !memcmp(s[k].name, nm, FI_NAME_MAX);
+		if (!dup)
+			s[n++] = (struct sname){ nm, addrs[i] };
+	}
+	qsort(s, n, sizeof *s, by_name);
+	for (size_t i = 0; i < n; i++)
+		if (!memcmp(s[i].name, ep->name, FI_NAME_MAX))
+			me = i;
+	if (me == SIZE_MAX)
+		goto out;
+	size_t ns = sessions(s, n, me, with);
+	for (size_t i = 0; i < ns; i++) {
+		mrail_peer_t peer;
+		size_t o = with[i];
+		if (s[o].addr == FI_ADDR_NOTAVAIL ||
+		    mrfi_ep_peer_of(ep, s[o].addr, &peer)) {
+			/* Its insert failed here: so will the partner's
+			 * session with us (it cannot reach us either). */
+			FI_WARN(&mrfi_prov, FI_LOG_AV, "in-band sampling: "
+				"partner not in the address vector; rails "
+				"keep their profile or nominal model\n");
+			continue;
+		}
+		int rc = mrail_sample_peer(ep->engine, peer, me < o);
+		if (rc != MRAIL_OK)
+			FI_WARN(&mrfi_prov, FI_LOG_AV, "in-band sampling with "
+				"fi_addr %llu: %s\n",
+				(unsigned long long)s[o].addr,
+				mrail_strerror(rc));
+		else
+			FI_INFO(&mrfi_prov, FI_LOG_AV, "in-band sampling with "
+				"fi_addr %llu done (rails with profiles keep "
+				"them)\n", (unsigned long long)s[o].addr);
+	}
+out:
+	free(s);
+	free(with);
+}
+
+void mrfi_sample_rails(struct mrfi_av *av, const unsigned char *names,
+		       size_t count, const fi_addr_t *addrs)
+{
+	struct mrfi_ep *eps[MRFI_AV_EPS];
+	if (count < 2)
+		return;
+	pthread_mutex_lock(&av->lock);
+	int neps = av->neps;
+	memcpy(eps, av->eps, sizeof eps);
+	pthread_mutex_unlock(&av->lock);
+	for (int k = 0; k < neps; k++) {
+		struct mrfi_ep *ep = eps[k];
+		if (!lists_self(ep, names, count))
+			continue; /* not the job's insert: nobody waits */
+		pthread_mutex_lock(&ep->lock);
+		int done = ep->sampled;
+		ep->sampled = 1;
+		pthread_mutex_unlock(&ep->lock);
+		if (!done)
+			sample_ep(ep, names, count, addrs);
+	}
+}
