@@ -5,7 +5,11 @@
 #   ofi driver, rail statistics printed: finalize must report no error,
 #   and what the ranks sent must be what they received) | ob1 (pml ob1 +
 #   btl self,tcp: proves the test itself) | ofi-mrail (pml cm + mtl ofi
-#   over the libfabric provider mrail, tests/provider); PROG "abort:PATH"
+#   over the libfabric provider mrail, tests/provider) | mpich-ofi-mrail
+#   and mpich-ofi (MPICH ch4:ofi from scripts/build-mpich-ofi.sh over the
+#   provider mrail, and over MPICH's own default provider:
+#   tests/provider/mpich_test.sh,
+#   PROG is then the program's source); PROG "abort:PATH"
 #   expects the job to be aborted;
 #   "recovery:PATH" runs it with --enable-recovery (a rank may die without
 #   mpirun killing the others).
@@ -13,6 +17,9 @@
 set -u
 STACK=$1 NP=$2 MPIRUN=$3 MCA_DIR=$4 SYS_MCA_DIR=$5 PROG=$6
 shift 6
+case $STACK in
+mpich-ofi*) exec bash "$(dirname "$0")/../provider/mpich_test.sh" "$STACK" "$NP" "$PROG" "$@" ;;
+esac
 [ -x "$MPIRUN" ] && "$MPIRUN" --version 2>/dev/null | grep -q 'Open MPI' ||
 	{ echo "no Open MPI mpirun: skipped"; exit 77; }
 
