@@ -94,6 +94,8 @@ struct mrfi_cq {
 	int signaled;
 };
 
+struct mrfi_mrecv;
+
 /* A posted operation: what its completion must report. */
 struct mrfi_op {
 	struct mrfi_ep *ep;
@@ -106,6 +108,7 @@ struct mrfi_op {
 	mrail_request_t *req;
 	struct mrfi_op *prev, *next; /* pending receives, for fi_cancel */
 	int pending;
+	struct mrfi_mrecv *multi;    /* a message of an FI_MULTI_RECV buffer */
 };
 
 struct mrfi_ep {
@@ -134,7 +137,16 @@ struct mrfi_ep {
 	struct mrfi_name_srv *srv;
 	unsigned char name[FI_NAME_MAX];
 	size_t name_len;
-	int sampled;                  /* in-band sampling done (mrfi_sample.c) */
+	int sampled;                  /* the job's insert was seen (mrfi_sample.c) */
+	int sampling;                 /* a sampling session runs (atomic) */
+	int sampled_ok;               /* one session succeeded */
+	/* FI_MULTI_RECV buffers (mrfi_multi.c), oldest first, and a message
+	 * claimed for them that waits for the next buffer. */
+	pthread_mutex_t mr_lock;
+	struct mrfi_mrecv *mr_head, *mr_tail;
+	mrail_message_t *mr_msg;
+	size_t mr_msg_len;
+	size_t min_multi_recv;        /* FI_OPT_MIN_MULTI_RECV */
 };
 
 /* mrfi_info.c */
@@ -164,6 +176,11 @@ int mrfi_ep_add_peer(struct mrfi_ep *ep, fi_addr_t addr);
  * count names of FI_NAME_MAX bytes; addrs: what each became). */
 void mrfi_sample_rails(struct mrfi_av *av, const unsigned char *names,
 		       size_t count, const fi_addr_t *addrs);
+/* One session at a time per endpoint: try_begin never waits. */
+int mrfi_sample_try_begin(struct mrfi_ep *ep);
+void mrfi_sample_end(struct mrfi_ep *ep, int ok);
+/* mrail_sample_peer, logged; 1 on success. */
+int mrfi_sample_with(struct mrfi_ep *ep, mrail_peer_t peer, int first);
 
 /* mrfi_cq.c */
 int mrfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
@@ -180,6 +197,10 @@ int mrfi_ep_peer_of(struct mrfi_ep *ep, fi_addr_t addr, mrail_peer_t *peer);
 /* The engine peer of an address blob, added now if new. */
 int mrfi_ep_peer_by_blob(struct mrfi_ep *ep, const unsigned char *blob,
 			 size_t len, mrail_peer_t *peer);
+int mrfi_ep_peer_by_uuid(struct mrfi_ep *ep, uint64_t uuid,
+			 mrail_peer_t *peer);
+/* The engine's uuid (address blob bytes 8..15). */
+uint64_t mrfi_ep_uuid(struct mrfi_ep *ep);
 /* This endpoint's engine blob (malloc'd). */
 int mrfi_ep_blob(struct mrfi_ep *ep, unsigned char **blob, size_t *len);
 int mrfi_err(int mrail_err);
@@ -188,6 +209,19 @@ int mrfi_err(int mrail_err);
 extern struct fi_ops_tagged mrfi_tagged_ops;
 extern struct fi_ops_msg mrfi_msg_ops;
 ssize_t mrfi_cancel(struct mrfi_ep *ep, void *context);
+struct mrfi_op *mrfi_op_new(struct mrfi_ep *ep, size_t extra);
+/* Pending (fi_cancel finds it, close frees it). */
+void mrfi_op_link(struct mrfi_ep *ep, struct mrfi_op *o);
+void mrfi_op_done(mrail_request_t *req, const mrail_status_t *st, void *ctx);
+
+/* mrfi_multi.c: FI_MULTI_RECV buffers. */
+int mrfi_multi_post(struct mrfi_ep *ep, const struct iovec *iov, size_t count,
+		    void *context, int report);
+void mrfi_multi_progress(struct mrfi_ep *ep);
+void mrfi_multi_piece_done(struct mrfi_mrecv *m);
+/* At close, after the engine: drops buffers and their messages' ops. */
+void mrfi_multi_free_all(struct mrfi_ep *ep);
+void mrfi_multi_drop_piece(struct mrfi_mrecv *m);
 
 /* mrfi_name.c: the short endpoint name and the service behind it. */
 struct mrfi_name_srv;
@@ -196,6 +230,7 @@ int mrfi_name_srv_start(struct mrfi_ep *ep, struct mrfi_name_srv **srv,
 void mrfi_name_srv_stop(struct mrfi_name_srv *srv);
 int mrfi_name_resolve(const void *name, size_t len, const unsigned char *own,
 		      size_t own_len, unsigned char **blob, size_t *blob_len);
+int mrfi_name_ask_sample(const unsigned char *name, uint64_t own_uuid);
 
 /* mrfi_noops.c: -FI_ENOSYS for every slot not offered. */
 int mrfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

@@ -84,6 +84,33 @@ static int peer_by_blob_locked(struct mrfi_ep *ep, const unsigned char *blob,
 	return 0;
 }
 
+int mrfi_ep_peer_by_uuid(struct mrfi_ep *ep, uint64_t uuid,
+			 mrail_peer_t *peer)
+{
+	int rc = -FI_ENOENT;
+	pthread_mutex_lock(&ep->lock);
+	for (size_t i = 0; i < ep->nknown; i++)
+		if (ep->known[i].uuid == uuid) {
+			*peer = ep->known[i].peer;
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&ep->lock);
+	return rc;
+}
+
+uint64_t mrfi_ep_uuid(struct mrfi_ep *ep)
+{
+	unsigned char *blob;
+	size_t len;
+	uint64_t u = 0;
+	if (mrfi_ep_blob(ep, &blob, &len) == 0) {
+		u = blob_uuid(blob, len);
+		free(blob);
+	}
+	return u;
+}
+
 int mrfi_ep_peer_by_blob(struct mrfi_ep *ep, const unsigned char *blob,
 			 size_t len, mrail_peer_t *peer)
 {
@@ -224,6 +251,8 @@ static void op_free_all(struct mrfi_ep *ep)
 	while (ep->pending) {
 		struct mrfi_op *o = ep->pending;
 		ep->pending = o->next;
+		if (o->multi)
+			mrfi_multi_drop_piece(o->multi);
 		free(o);
 	}
 }
@@ -239,6 +268,7 @@ static int ep_close(struct fid *fid)
 	if (ep->engine)
 		mrail_engine_destroy(ep->engine);
 	ep->engine = NULL;
+	mrfi_multi_free_all(ep); /* before the ops: they hold buffers */
 	op_free_all(ep);
 	free(ep->known);
 	if (ep->tx_cq)
@@ -251,6 +281,7 @@ static int ep_close(struct fid *fid)
 	free(ep->peer_of);
 	free(ep->addr_of);
 	pthread_mutex_destroy(&ep->lock);
+	pthread_mutex_destroy(&ep->mr_lock);
 	free(ep);
 	return 0;
 }
@@ -271,11 +302,16 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 static int ep_getopt(fid_t fid, int level, int optname, void *optval,
 		     size_t *optlen)
 {
-	(void)fid;
+	struct mrfi_ep *ep = (struct mrfi_ep *)fid;
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
-	if (optname == FI_OPT_MIN_MULTI_RECV)
-		return -FI_ENOPROTOOPT;
+	if (optname == FI_OPT_MIN_MULTI_RECV) {
+		if (*optlen < sizeof(size_t))
+			return -FI_ETOOSMALL;
+		*(size_t *)optval = ep->min_multi_recv;
+		*optlen = sizeof(size_t);
+		return 0;
+	}
 	if (optname == FI_OPT_CM_DATA_SIZE) {
 		if (*optlen < sizeof(size_t))
 			return -FI_ETOOSMALL;
@@ -289,12 +325,15 @@ static int ep_getopt(fid_t fid, int level, int optname, void *optval,
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval,
 		     size_t optlen)
 {
-	(void)fid;
-	(void)optval;
-	(void)optlen;
+	struct mrfi_ep *ep = (struct mrfi_ep *)fid;
 	if (level != FI_OPT_ENDPOINT)
 		return -FI_ENOPROTOOPT;
-	(void)optname;
+	if (optname == FI_OPT_MIN_MULTI_RECV) {
+		if (optlen != sizeof(size_t) || !optval)
+			return -FI_EINVAL;
+		memcpy(&ep->min_multi_recv, optval, sizeof(size_t));
+		return 0;
+	}
 	return -FI_ENOPROTOOPT;
 }
 
@@ -373,6 +412,7 @@ int mrfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 	if (!ep)
 		return -FI_ENOMEM;
 	pthread_mutex_init(&ep->lock, NULL);
+	pthread_mutex_init(&ep->mr_lock, NULL);
 	ep->dom = (struct mrfi_domain *)domain;
 	ep->info = fi_dupinfo(info);
 	ep->caps = info->caps ? info->caps : (FI_MSG | FI_TAGGED);
@@ -389,6 +429,7 @@ int mrfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 			mrail_engine_destroy(ep->engine);
 		fi_freeinfo(ep->info);
 		pthread_mutex_destroy(&ep->lock);
+		pthread_mutex_destroy(&ep->mr_lock);
 		free(ep);
 		return rc;
 	}

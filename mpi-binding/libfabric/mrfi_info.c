@@ -10,12 +10,13 @@
 #include <string.h>
 
 /* What the engine really does: tagged and untagged two-sided messages,
- * directed receives, the source of every message. No RMA through the
- * provider (the engine's RDMA is internal to rendezvous), no atomics, no
- * remote CQ data, no multi-receive buffers yet. */
+ * directed receives, the source of every message, multi-receive buffers
+ * for untagged messages (mrfi_multi.c). No RMA through the provider (the
+ * engine's RDMA is internal to rendezvous), no atomics, no remote CQ
+ * data. */
 #define MRFI_CAPS (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | \
 		   FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | \
-		   FI_REMOTE_COMM)
+		   FI_REMOTE_COMM | FI_MULTI_RECV)
 #define MRFI_PRIMARY (FI_MSG | FI_TAGGED)
 #define MRFI_INJECT 4096
 #define MRFI_QUEUE 65536
@@ -36,7 +37,7 @@ static int check_hints(uint32_t version, const struct fi_info *h)
 		REFUSE("endpoint type %d asked; mrail offers FI_EP_RDM only\n",
 		       h->ep_attr->type);
 	if (h->caps & ~(MRFI_CAPS | FI_MSG | FI_TAGGED))
-		REFUSE("caps 0x%llx not offered (RMA, atomics, multi-recv, "
+		REFUSE("caps 0x%llx not offered (RMA, atomics, "
 		       "collectives, HMEM are not)\n",
 		       (unsigned long long)(h->caps & ~MRFI_CAPS));
 	if (h->caps && !(h->caps & MRFI_PRIMARY))
@@ -111,7 +112,7 @@ static struct fi_info *build(uint32_t version, const struct fi_info *h)
 
 	fi->rx_attr->caps = caps & (MRFI_PRIMARY | FI_RECV | FI_SOURCE |
 				    FI_DIRECTED_RECV | FI_LOCAL_COMM |
-				    FI_REMOTE_COMM);
+				    FI_REMOTE_COMM | FI_MULTI_RECV);
 	fi->rx_attr->msg_order = FI_ORDER_SAS;
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
 	fi->rx_attr->total_buffered_recv = 0;

@@ -31,6 +31,9 @@
 #define REPLY_HDR 8
 #define IO_TIMEOUT_MS 10000
 #define CONNECT_TIMEOUT_MS 3000
+/* In place of a blob length: "sample the rails with me" (then the
+ * asker's engine uuid, 8 bytes; the answer is 1 byte). */
+#define SAMPLE_REQUEST 0xFFFFFFFFu
 
 struct mrfi_name_srv {
 	struct mrfi_ep *ep;
@@ -65,6 +68,28 @@ static int io_all(int fd, void *buf, size_t len, int wr)
 	return 0;
 }
 
+/* A peer that added us asks to sample the rails with it, leading
+ * (mrfi_sample.c): answer 1 and take the other side of the exchange, or 0
+ * when this endpoint is sampling already (never wait: two endpoints
+ * asking each other would deadlock) or does not know the peer. */
+static void serve_sample(struct mrfi_name_srv *s, int fd)
+{
+	uint64_t uuid;
+	mrail_peer_t peer;
+	if (io_all(fd, &uuid, sizeof uuid, 0))
+		return;
+	int ok = mrfi_ep_peer_by_uuid(s->ep, uuid, &peer) == 0 &&
+		 mrfi_sample_try_begin(s->ep);
+	unsigned char yes = (unsigned char)ok;
+	if (io_all(fd, &yes, 1, 1)) {
+		if (ok)
+			mrfi_sample_end(s->ep, 0);
+		return;
+	}
+	if (ok)
+		mrfi_sample_end(s->ep, mrfi_sample_with(s->ep, peer, 0));
+}
+
 static void serve_one(struct mrfi_name_srv *s, int fd)
 {
 	uint64_t token;
@@ -74,6 +99,10 @@ static void serve_one(struct mrfi_name_srv *s, int fd)
 	if (io_all(fd, &cl, sizeof cl, 0))
 		return;
 	cl = ntohl(cl);
+	if (cl == SAMPLE_REQUEST) {
+		serve_sample(s, fd);
+		return;
+	}
 	if (cl > MRAIL_ADDR_MAX) {
 		FI_WARN(&mrfi_prov, FI_LOG_EP_CTRL, "name service: a peer "
 			"sent an address blob of %u bytes\n", cl);
@@ -316,4 +345,34 @@ int mrfi_name_resolve(const void *name, size_t len, const unsigned char *own,
 		"endpoint's name service (%u addresses, first %s port %u): "
 		"peer not running or unreachable\n", n, s, ntohs(port));
 	return -FI_EHOSTUNREACH;
+}
+
+/* Ask the endpoint behind `name` to sample the rails with us, we
+ * leading; 1 when it agreed (it then waits for our first message). */
+int mrfi_name_ask_sample(const unsigned char *name, uint64_t own_uuid)
+{
+	unsigned n = name[4];
+	uint16_t port;
+	uint64_t token;
+	if (n == 0 || n > NAME_ADDRS_MAX)
+		return 0;
+	memcpy(&port, name + 6, 2);
+	memcpy(&token, name + 8, 8);
+	uint32_t req = htonl(SAMPLE_REQUEST);
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t a;
+		unsigned char yes = 0;
+		memcpy(&a, name + NAME_HDR + i * 4, 4);
+		int fd = connect_to(a, port);
+		if (fd < 0)
+			continue;
+		int r = io_all(fd, &token, sizeof token, 1) ||
+			io_all(fd, &req, sizeof req, 1) ||
+			io_all(fd, &own_uuid, sizeof own_uuid, 1) ||
+			io_all(fd, &yes, 1, 0);
+		close(fd);
+		if (!r)
+			return yes == 1;
+	}
+	return 0;
 }

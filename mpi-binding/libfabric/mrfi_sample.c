@@ -19,11 +19,25 @@
  * unpaired name on another host; one left over is served by the lowest
  * name on another host). Sessions run in that one global order, so the
  * lowest unfinished session always has both sides at it: no deadlock.
- * Done once per endpoint; MRAIL_INBAND_SAMPLING=0 turns it off (the
- * engine then skips the exchange, on both sides alike).
+ *
+ * Open MPI's ofi MTL adds peers on other nodes lazily instead (its
+ * mpi_add_procs_cutoff is 0: at MPI_Init only the processes of this node,
+ * then one insert per peer at first contact), when the peer may be doing
+ * anything. There the inserting side asks the peer's name service
+ * (mrfi_name.c), whose thread takes the other side of the exchange while
+ * the peer's application waits on the engine lock for the few hundred
+ * milliseconds it takes. An endpoint runs one session at a time and never
+ * waits for another (a busy one answers "no" and the asker tries its
+ * next new peer), so endpoints asking each other cannot deadlock; it asks
+ * until one session has succeeded: the models then serve every rail on
+ * the same local interface (libmrail/inband.c).
+ *
+ * MRAIL_INBAND_SAMPLING=0 turns both off (the engine then skips the
+ * exchange; it must be set alike for the whole job).
  */
 #include "mrfi.h"
 
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -117,8 +131,13 @@ static void sample_ep(struct mrfi_ep *ep, const unsigned char *names,
 	for (size_t i = 0; i < ns; i++) {
 		mrail_peer_t peer;
 		size_t o = with[i];
+		/* A name service may be serving a lazy asker: wait for
+		 * it (it never waits for us). */
+		while (!mrfi_sample_try_begin(ep))
+			sched_yield();
 		if (s[o].addr == FI_ADDR_NOTAVAIL ||
 		    mrfi_ep_peer_of(ep, s[o].addr, &peer)) {
+			mrfi_sample_end(ep, 0);
 			/* Its insert failed here: so will the partner's
 			 * session with us (it cannot reach us either). */
 			FI_WARN(&mrfi_prov, FI_LOG_AV, "in-band sampling: "
@@ -126,36 +145,80 @@ static void sample_ep(struct mrfi_ep *ep, const unsigned char *names,
 				"keep their profile or nominal model\n");
 			continue;
 		}
-		int rc = mrail_sample_peer(ep->engine, peer, me < o);
-		if (rc != MRAIL_OK)
-			FI_WARN(&mrfi_prov, FI_LOG_AV, "in-band sampling with "
-				"fi_addr %llu: %s\n",
-				(unsigned long long)s[o].addr,
-				mrail_strerror(rc));
-		else
-			FI_INFO(&mrfi_prov, FI_LOG_AV, "in-band sampling with "
-				"fi_addr %llu done (rails with profiles keep "
-				"them)\n", (unsigned long long)s[o].addr);
+		mrfi_sample_end(ep, mrfi_sample_with(ep, peer, me < o));
 	}
 out:
 	free(s);
 	free(with);
 }
 
+int mrfi_sample_try_begin(struct mrfi_ep *ep)
+{
+	int idle = 0;
+	return __atomic_compare_exchange_n(&ep->sampling, &idle, 1, 0,
+					   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+void mrfi_sample_end(struct mrfi_ep *ep, int ok)
+{
+	if (ok)
+		__atomic_store_n(&ep->sampled_ok, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&ep->sampling, 0, __ATOMIC_RELEASE);
+}
+
+int mrfi_sample_with(struct mrfi_ep *ep, mrail_peer_t peer, int first)
+{
+	int rc = mrail_sample_peer(ep->engine, peer, first);
+	if (rc != MRAIL_OK) {
+		FI_WARN(&mrfi_prov, FI_LOG_AV, "in-band sampling with engine "
+			"peer %u: %s\n", (unsigned)peer, mrail_strerror(rc));
+		return 0;
+	}
+	FI_INFO(&mrfi_prov, FI_LOG_AV, "in-band sampling with engine peer %u "
+		"done (%s; rails with profiles keep them)\n", (unsigned)peer,
+		first ? "leading" : "answering");
+	return 1;
+}
+
+/* Lazy inserts: ask new peers on other hosts, in turn, until one session
+ * has succeeded. */
+static void sample_lazy(struct mrfi_ep *ep, const unsigned char *names,
+			size_t count, const fi_addr_t *addrs)
+{
+	uint64_t uuid = 0;
+	for (size_t i = 0; i < count; i++) {
+		const unsigned char *nm = names + i * FI_NAME_MAX;
+		mrail_peer_t peer;
+		if (__atomic_load_n(&ep->sampled_ok, __ATOMIC_ACQUIRE))
+			return;
+		if (addrs[i] == FI_ADDR_NOTAVAIL ||
+		    same_host(nm, ep->name) ||
+		    mrfi_ep_peer_of(ep, addrs[i], &peer))
+			continue;
+		if (!uuid && !(uuid = mrfi_ep_uuid(ep)))
+			return;
+		if (!mrfi_sample_try_begin(ep))
+			return; /* our service is answering someone */
+		int ok = mrfi_name_ask_sample(nm, uuid) &&
+			 mrfi_sample_with(ep, peer, 1);
+		mrfi_sample_end(ep, ok);
+	}
+}
+
 void mrfi_sample_rails(struct mrfi_av *av, const unsigned char *names,
 		       size_t count, const fi_addr_t *addrs)
 {
 	struct mrfi_ep *eps[MRFI_AV_EPS];
-	if (count < 2)
-		return;
 	pthread_mutex_lock(&av->lock);
 	int neps = av->neps;
 	memcpy(eps, av->eps, sizeof eps);
 	pthread_mutex_unlock(&av->lock);
 	for (int k = 0; k < neps; k++) {
 		struct mrfi_ep *ep = eps[k];
-		if (!lists_self(ep, names, count))
-			continue; /* not the job's insert: nobody waits */
+		if (!lists_self(ep, names, count)) {
+			sample_lazy(ep, names, count, addrs);
+			continue;
+		}
 		pthread_mutex_lock(&ep->lock);
 		int done = ep->sampled;
 		ep->sampled = 1;

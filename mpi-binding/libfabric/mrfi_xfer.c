@@ -21,7 +21,7 @@ static size_t op_hdr(void)
 /* The engine allocates the request itself: the op is freed inside its
  * completion callback, and the engine still touches caller storage
  * after the callback returns. */
-static struct mrfi_op *op_new(struct mrfi_ep *ep, size_t extra)
+struct mrfi_op *mrfi_op_new(struct mrfi_ep *ep, size_t extra)
 {
 	struct mrfi_op *o = malloc(op_hdr() + extra);
 	if (!o)
@@ -36,7 +36,7 @@ static void *op_extra(struct mrfi_op *o)
 	return (char *)o + op_hdr();
 }
 
-static void op_link(struct mrfi_ep *ep, struct mrfi_op *o)
+void mrfi_op_link(struct mrfi_ep *ep, struct mrfi_op *o)
 {
 	pthread_mutex_lock(&ep->lock);
 	o->prev = NULL;
@@ -64,7 +64,7 @@ static void op_unlink_locked(struct mrfi_ep *ep, struct mrfi_op *o)
 
 /* The engine finished an operation: report it on the right CQ. Errors are
  * always reported, successes unless selective completion left them out. */
-static void op_done(mrail_request_t *req, const mrail_status_t *st, void *ctx)
+void mrfi_op_done(mrail_request_t *req, const mrail_status_t *st, void *ctx)
 {
 	struct mrfi_op *o = ctx;
 	struct mrfi_ep *ep = o->ep;
@@ -77,8 +77,11 @@ static void op_done(mrail_request_t *req, const mrail_status_t *st, void *ctx)
 	if (err == MRAIL_ERR_TRUNCATE && o->discard)
 		err = MRAIL_OK;
 	struct mrfi_cq *cq = (o->flags & FI_RECV) ? ep->rx_cq : ep->tx_cq;
+	struct mrfi_mrecv *multi = o->multi;
 	if (err == MRAIL_OK && !o->report) {
 		free(o);
+		if (multi)
+			mrfi_multi_piece_done(multi);
 		return;
 	}
 	struct mrfi_cqe e = { 0 };
@@ -101,6 +104,9 @@ static void op_done(mrail_request_t *req, const mrail_status_t *st, void *ctx)
 	}
 	mrfi_cq_push(cq, &e);
 	free(o);
+	/* After the message's entry: the buffer's release comes last. */
+	if (multi)
+		mrfi_multi_piece_done(multi);
 }
 
 static int peer_for(struct mrfi_ep *ep, fi_addr_t a, mrail_peer_t *p)
@@ -140,7 +146,7 @@ static ssize_t post_send(struct mrfi_ep *ep, const struct iovec *iov,
 	int inject = !!(flags & FI_INJECT);
 	if (inject && total > ep->info->tx_attr->inject_size)
 		return -FI_EINVAL;
-	struct mrfi_op *o = op_new(ep, inject ? total : 0);
+	struct mrfi_op *o = mrfi_op_new(ep, inject ? total : 0);
 	if (!o)
 		return -FI_ENOMEM;
 	o->context = context;
@@ -148,7 +154,7 @@ static ssize_t post_send(struct mrfi_ep *ep, const struct iovec *iov,
 	o->report = !silent && (!(ep->tx_flags & FI_SELECTIVE_COMPLETION) ||
 				(flags & FI_COMPLETION));
 	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
-	a.cb = op_done;
+	a.cb = mrfi_op_done;
 	a.cb_ctx = o;
 	const void *buf = NULL;
 	size_t len = 0;
@@ -170,7 +176,7 @@ static ssize_t post_send(struct mrfi_ep *ep, const struct iovec *iov,
 	}
 	o->buf = (void *)buf;
 	o->len = len;
-	op_link(ep, o);
+	mrfi_op_link(ep, o);
 	rc = mrail_isend_x(ep->engine, peer, buf, len, etag, &a, &o->req);
 	if (rc != MRAIL_OK) {
 		pthread_mutex_lock(&ep->lock);
@@ -209,8 +215,15 @@ static ssize_t post_recv(struct mrfi_ep *ep, const struct iovec *iov,
 {
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
-	if (count > 1024 || (flags & FI_MULTI_RECV))
+	if (count > 1024)
 		return -FI_EINVAL;
+	if (flags & FI_MULTI_RECV) /* untagged only, any source */
+		return tagged || !(ep->caps & FI_MULTI_RECV)
+			       ? -FI_EINVAL
+			       : mrfi_multi_post(ep, iov, count, context,
+						 !(ep->rx_flags &
+						   FI_SELECTIVE_COMPLETION) ||
+							 (flags & FI_COMPLETION));
 	mrail_peer_t peer = MRAIL_ANY_PEER;
 	if (src != FI_ADDR_UNSPEC && (ep->caps & FI_DIRECTED_RECV)) {
 		int rc = peer_for(ep, src, &peer);
@@ -258,7 +271,7 @@ static ssize_t post_recv(struct mrfi_ep *ep, const struct iovec *iov,
 	int discard = !!(flags & FI_DISCARD);
 	if (discard && !msg)
 		return -FI_EINVAL; /* FI_DISCARD needs FI_PEEK or FI_CLAIM */
-	struct mrfi_op *o = op_new(ep, 0);
+	struct mrfi_op *o = mrfi_op_new(ep, 0);
 	if (!o)
 		return -FI_ENOMEM;
 	o->context = context;
@@ -267,7 +280,7 @@ static ssize_t post_recv(struct mrfi_ep *ep, const struct iovec *iov,
 	o->report = !(ep->rx_flags & FI_SELECTIVE_COMPLETION) ||
 		    (flags & FI_COMPLETION);
 	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
-	a.cb = op_done;
+	a.cb = mrfi_op_done;
 	a.cb_ctx = o;
 	void *buf = NULL;
 	size_t len = 0;
@@ -282,7 +295,7 @@ static ssize_t post_recv(struct mrfi_ep *ep, const struct iovec *iov,
 	}
 	o->buf = count ? iov[0].iov_base : NULL;
 	o->len = len;
-	op_link(ep, o);
+	mrfi_op_link(ep, o);
 	if (msg) {
 		rc = mrail_imrecv_x(ep->engine, buf, len, msg, &a, &o->req);
 		if (rc == MRAIL_OK && fctx && (flags & FI_CLAIM))
@@ -308,8 +321,9 @@ ssize_t mrfi_cancel(struct mrfi_ep *ep, void *context)
 	 * first), so the request is still valid for mrail_cancel. */
 	pthread_mutex_lock(&ep->lock);
 	for (struct mrfi_op *o = ep->pending; o; o = o->next) {
-		if (o->context != context || !(o->flags & FI_RECV))
-			continue;
+		if (o->context != context || !(o->flags & FI_RECV) ||
+		    o->multi)
+			continue; /* a multi-recv buffer is not cancelled */
 		if (!o->req)
 			break; /* still being posted by another thread */
 		int r = mrail_cancel(ep->engine, o->req);

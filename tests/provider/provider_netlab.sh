@@ -26,7 +26,7 @@ export FI_PROVIDER_PATH=$PDIR FI_PROVIDER=mrail MRAIL_RAILS=r0,r1
 export MRAIL_LOG_LEVEL=${MRAIL_LOG_LEVEL:-warn}
 MGMT=$("$NETLAB" addr h0 mgmt | sed -E 's/\.[0-9]+(\/[0-9]+)?$/.0\/24/')
 
-fail() { echo "FAIL: $*"; for f in out err; do [ -s "$T/$f" ] &&
+fail() { echo "FAIL: $*"; [ -n "${KEEP_ERR:-}" ] && cp "$T/err" "$KEEP_ERR"; for f in out err; do [ -s "$T/$f" ] &&
 	{ echo "--- $f:"; tail -40 "$T/$f"; }; done; exit 1; }
 bytes() { "$NETLAB" exec "$1" cat /sys/class/net/$2/statistics/tx_bytes \
 	/sys/class/net/$2/statistics/rx_bytes | awk '{s += $1} END {print s}'; }

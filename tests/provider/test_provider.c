@@ -3,7 +3,9 @@
  * (fork) over the engine's default rails on this host: tagged matching
  * with wildcards and FI_SOURCE, untagged messages, inject, truncation
  * errors, cancel, probe/claim/discard, AV map and table, every CQ format,
- * and bad input (a name that is not an mrail name, an unknown fi_addr).
+ * FI_MULTI_RECV buffers (messages packed, buffers released, one truncated
+ * into a later buffer), and bad input (a name that is not an mrail name,
+ * an unknown fi_addr).
  * usage: test_provider table|map context|msg|data|tagged
  * FI_PROVIDER_PATH must name the folder of libmrail-fi.so.
  */
@@ -73,6 +75,9 @@ static int wait_comp(struct fi_cq_tagged_entry *e, fi_addr_t *src,
 			}
 			if (fmt == FI_CQ_FORMAT_TAGGED)
 				e->tag = u.t.tag;
+			if (fmt == FI_CQ_FORMAT_DATA ||
+			    fmt == FI_CQ_FORMAT_TAGGED)
+				e->buf = u.d.buf;
 			if (src)
 				*src = a;
 			return 0;
@@ -91,7 +96,8 @@ static void open_all(enum fi_av_type avt)
 {
 	struct fi_info *hints = fi_allocinfo(), *info;
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_SOURCE;
+	hints->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_SOURCE |
+		      FI_MULTI_RECV;
 	hints->fabric_attr->prov_name = strdup("mrail");
 	hints->domain_attr->av_type = avt;
 	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info) == 0,
@@ -146,6 +152,108 @@ static void close_all(void)
 	CHECK(fi_close(&fab->fid) == 0, "close fabric");
 }
 
+/* FI_MULTI_RECV: untagged messages of these lengths, each filled with
+ * '1' + its index; the receiver's buffers are 100 B with at least 16 B
+ * left to take more. */
+static const size_t mlen[] = { 40, 40, 30, 50, 300 };
+#define NMULTI (sizeof mlen / sizeof *mlen)
+
+static void multi_send(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	char buf[300];
+	sync_peer(); /* the receiver's buffers are posted */
+	for (size_t i = 0; i < NMULTI; i++) {
+		memset(buf, '1' + (int)i, sizeof buf);
+		CHECK(fi_send(ep, buf, mlen[i], NULL, peer, &buf[i]) == 0,
+		      "multi send %zu", i);
+		CHECK(wait_comp(&e, NULL, &err) == 0 &&
+		      e.op_context == &buf[i], "multi send completion %zu", i);
+	}
+	sync_peer();
+}
+
+static int all_of(const char *p, size_t n, char c)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != c)
+			return 0;
+	return 1;
+}
+
+static void multi_recv(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	static char a[100], b[100], c[64];
+	struct fi_context ctx[3];
+	size_t min = 16, got = 0, glen = sizeof got;
+	CHECK(fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+			sizeof min) == 0, "setopt min_multi_recv");
+	CHECK(fi_getopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &got,
+			&glen) == 0 && got == 16, "getopt min_multi_recv");
+	struct iovec iov[2] = { { a, sizeof a }, { b, sizeof b } };
+	struct fi_msg m = { .iov_count = 1, .addr = FI_ADDR_UNSPEC };
+	for (int i = 0; i < 2; i++) {
+		m.msg_iov = &iov[i];
+		m.context = &ctx[i];
+		CHECK(fi_recvmsg(ep, &m, FI_MULTI_RECV | FI_COMPLETION) == 0,
+		      "post multi-recv buffer %d", i);
+	}
+	/* A tagged multi-recv is refused. */
+	struct fi_msg_tagged tm = { .msg_iov = &iov[0], .iov_count = 1,
+				    .addr = FI_ADDR_UNSPEC };
+	CHECK(fi_trecvmsg(ep, &tm, FI_MULTI_RECV) == -FI_EINVAL,
+	      "tagged multi-recv accepted");
+	sync_peer();
+	/* 40 + 40 in a (20 B left: 30 does not fit, a is released), 30 +
+	 * 50 in b (20 left: 300 does not fit, b is released); the 300 B
+	 * message waits for the next buffer. Releases come after their
+	 * buffer's messages. */
+	char *want_buf[] = { a, a + 40, b, b + 30 };
+	void *want_ctx[] = { &ctx[0], &ctx[0], &ctx[1], &ctx[1] };
+	int seen = 0, released[2] = { 0, 0 };
+	while (seen < 4 || !released[0] || !released[1]) {
+		CHECK(wait_comp(&e, NULL, &err) == 0, "multi-recv entry");
+		if (e.flags == FI_MULTI_RECV) {
+			int k = e.op_context == &ctx[0] ? 0 : 1;
+			CHECK(e.op_context == &ctx[k] && !released[k],
+			      "release of buffer %d", k);
+			/* a after its 2 messages, b after all 4 */
+			CHECK(seen >= (k ? 4 : 2), "buffer %d released after "
+			      "%d messages", k, seen);
+			released[k] = 1;
+			continue;
+		}
+		CHECK(seen < 4, "a fifth message in 200 B");
+		CHECK(e.flags == (FI_RECV | FI_MSG) && e.len == mlen[seen] &&
+		      e.op_context == want_ctx[seen],
+		      "multi message %d: flags %llx len %zu", seen,
+		      (unsigned long long)e.flags, e.len);
+		if (fmt != FI_CQ_FORMAT_MSG)
+			CHECK(e.buf == want_buf[seen], "message %d at offset "
+			      "%td", seen, (char *)e.buf - a);
+		CHECK(all_of(want_buf[seen], mlen[seen], '1' + (char)seen),
+		      "message %d data", seen);
+		seen++;
+	}
+	/* The 300 B message into a 64 B buffer: truncated, olen 236, then
+	 * the buffer (full) is released. */
+	struct iovec ci = { c, sizeof c };
+	m.msg_iov = &ci;
+	m.context = &ctx[2];
+	CHECK(fi_recvmsg(ep, &m, FI_MULTI_RECV | FI_COMPLETION) == 0,
+	      "post buffer c");
+	CHECK(wait_comp(&e, NULL, &err) == FI_ETRUNC &&
+	      err.op_context == &ctx[2] && err.len == 64 && err.olen == 236,
+	      "truncated multi-recv: len %zu olen %zu", err.len, err.olen);
+	CHECK(all_of(c, sizeof c, '5'), "truncated data");
+	CHECK(wait_comp(&e, NULL, &err) == 0 && e.flags == FI_MULTI_RECV &&
+	      e.op_context == &ctx[2], "release of buffer c");
+	sync_peer();
+}
+
 static void sender(void)
 {
 	struct fi_cq_tagged_entry e;
@@ -180,6 +288,8 @@ static void sender(void)
 	/* Nothing else may have completed (inject has no completion). */
 	CHECK(fi_cq_read(cq, &e, 1) == -FI_EAGAIN, "stray completion");
 	sync_peer();
+	if (fmt != FI_CQ_FORMAT_CONTEXT)
+		multi_send();
 }
 
 static void receiver(void)
@@ -299,6 +409,8 @@ static void receiver(void)
 	sync_peer();
 	CHECK(fi_cq_read(cq, &e, 1) == -FI_EAGAIN, "stray completion");
 	sync_peer();
+	if (fmt != FI_CQ_FORMAT_CONTEXT) /* entries need flags and len */
+		multi_recv();
 }
 
 int main(int argc, char **argv)
@@ -321,6 +433,7 @@ int main(int argc, char **argv)
 	if (pid == 0) {
 		role = "receiver";
 		sock = sv[1];
+		close(sv[0]); /* a side that fails ends the other's sync */
 		open_all(avt);
 		receiver();
 		close_all();
@@ -328,6 +441,7 @@ int main(int argc, char **argv)
 	}
 	role = "sender";
 	sock = sv[0];
+	close(sv[1]);
 	open_all(avt);
 	sender();
 	close_all();
