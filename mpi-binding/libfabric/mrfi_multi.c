@@ -53,7 +53,7 @@ void mrfi_multi_piece_done(struct mrfi_mrecv *m)
 static void retire_head(struct mrfi_ep *ep)
 {
 	struct mrfi_mrecv *m = ep->mr_head;
-	ep->mr_head = m->next;
+	__atomic_store_n(&ep->mr_head, m->next, __ATOMIC_RELEASE);
 	if (!ep->mr_head)
 		ep->mr_tail = NULL;
 	release(m);
@@ -104,8 +104,10 @@ static int place(struct mrfi_ep *ep, struct mrfi_mrecv *m,
 
 void mrfi_multi_progress(struct mrfi_ep *ep)
 {
-	if (!ep->mr_head && !ep->mr_msg)
-		return; /* unlocked peek: a buffer posted now runs its own pass */
+	/* Unlocked peek (every CQ read comes here): a buffer posted
+	 * meanwhile runs its own pass. */
+	if (!__atomic_load_n(&ep->mr_head, __ATOMIC_ACQUIRE))
+		return;
 	if (pthread_mutex_trylock(&ep->mr_lock))
 		return; /* another thread is at it */
 	for (;;) {
@@ -160,7 +162,7 @@ int mrfi_multi_post(struct mrfi_ep *ep, const struct iovec *iov, size_t count,
 	if (ep->mr_tail)
 		ep->mr_tail->next = m;
 	else
-		ep->mr_head = m;
+		__atomic_store_n(&ep->mr_head, m, __ATOMIC_RELEASE);
 	ep->mr_tail = m;
 	pthread_mutex_unlock(&ep->mr_lock);
 	mrfi_multi_progress(ep);
