@@ -140,6 +140,7 @@ struct mrfi_ep {
 	int sampled;                  /* the job's insert was seen (mrfi_sample.c) */
 	int sampling;                 /* a sampling session runs (atomic) */
 	int sampled_ok;               /* one session succeeded */
+	unsigned seed;                /* pauses between sampling requests */
 	/* FI_MULTI_RECV buffers (mrfi_multi.c), oldest first, and a message
 	 * claimed for them that waits for the next buffer. */
 	pthread_mutex_t mr_lock;

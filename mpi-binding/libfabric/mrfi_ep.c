@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int mrfi_err(int e)
 {
@@ -413,6 +414,7 @@ int mrfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 		return -FI_ENOMEM;
 	pthread_mutex_init(&ep->lock, NULL);
 	pthread_mutex_init(&ep->mr_lock, NULL);
+	ep->seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)ep;
 	ep->dom = (struct mrfi_domain *)domain;
 	ep->info = fi_dupinfo(info);
 	ep->caps = info->caps ? info->caps : (FI_MSG | FI_TAGGED);

@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct sname {
 	const unsigned char *name;
@@ -197,11 +198,25 @@ static void sample_lazy(struct mrfi_ep *ep, const unsigned char *names,
 			continue;
 		if (!uuid && !(uuid = mrfi_ep_uuid(ep)))
 			return;
-		if (!mrfi_sample_try_begin(ep))
-			return; /* our service is answering someone */
-		int ok = mrfi_name_ask_sample(nm, uuid) &&
-			 mrfi_sample_with(ep, peer, 1);
-		mrfi_sample_end(ep, ok);
+		/* Two endpoints asking each other at once both hear "busy":
+		 * a few tries, after random pauses (during which our own
+		 * service may answer the other's request instead). */
+		for (int t = 0; t < 4; t++) {
+			if (__atomic_load_n(&ep->sampled_ok, __ATOMIC_ACQUIRE))
+				return;
+			if (t) {
+				struct timespec ts = { 0, (5 + rand_r(&ep->seed) %
+							    45) * 1000000L };
+				nanosleep(&ts, NULL);
+			}
+			if (!mrfi_sample_try_begin(ep))
+				continue; /* our service is answering someone */
+			int asked = mrfi_name_ask_sample(nm, uuid);
+			int ok = asked && mrfi_sample_with(ep, peer, 1);
+			mrfi_sample_end(ep, ok);
+			if (asked)
+				break; /* done, or failed for good */
+		}
 	}
 }
 
