@@ -49,16 +49,17 @@ run() { # NP PROG [ARGS]
 
 b0=$(bytes h0 r0) b1=$(bytes h0 r1)
 # At info level the engine names each rail's in-band model: under the
-# provider too the rails are sampled when the job's names are inserted
+# provider too the rails are sampled when peers are inserted
 # (mpi-binding/libfabric/mrfi_sample.c), so the 1000 Mbit/s rail must come
-# out faster than the 400 Mbit/s one (nominal models say 10 Gbit/s each).
+# out faster than the 400 Mbit/s one (nominal models say 10 Gbit/s each;
+# under load the 2.5 : 1 of the rails measured 1.6 : 1, so 1.25 is asked).
 MRAIL_LOG_LEVEL=info run 2 "$P2P" large
 grep 'in-band model' "$T/err" | head -4
 grep 'in-band model' "$T/err" | awk '
 	/\(r0\): in-band model/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^MB\/s/) r0 = $i }
 	/\(r1\): in-band model/ { for (i = 1; i < NF; i++) if ($(i + 1) ~ /^MB\/s/) r1 = $i }
 	END { printf "in-band models: r0 %s MB/s, r1 %s MB/s\n", r0, r1
-	      exit !(r0 > 0 && r1 > 0 && r0 > 1.5 * r1) }' ||
+	      exit !(r0 > 0 && r1 > 0 && r0 > 1.25 * r1) }' ||
 	fail "no in-band models, or r0's not above r1's"
 run 3 "$COLL"
 d0=$(( $(bytes h0 r0) - b0 )) d1=$(( $(bytes h0 r1) - b1 ))
