@@ -28,12 +28,16 @@ struct drv_instance {
 	struct mrail_regcache *regcache; /* RDMA drivers (mem.c) */
 	char rails[256];             /* its "driver:name" MRAIL_RAILS entries,
 	                                names only, comma-separated */
+	int planned;                 /* a peer's plan has a rail on it
+	                                (pairing.c); polled less if not */
 };
 
 /* drivers.c: driver instances */
 int drivers_open(struct mrail_engine *e);
 void drivers_close(struct mrail_engine *e);
-int drivers_progress(struct mrail_engine *e);
+/* pass: the engine's progress pass count (drivers no plan uses are
+ * polled only on some passes). */
+int drivers_progress(struct mrail_engine *e, uint64_t pass);
 /* Fills fds (up to max) with the instances' wait fds; returns how many. */
 unsigned drivers_wait_fds(struct mrail_engine *e, int *fds, unsigned max);
 struct drv_instance *drivers_find(struct mrail_engine *e, const char *name);
