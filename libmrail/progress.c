@@ -25,8 +25,10 @@ int engine_progress(struct mrail_engine *e)
 	 * waiter read the precise clock on every pass (perf: a fifth of an
 	 * idle pass over shm, docs/mpi-ompi.md "budget"). */
 	if ((events == 0 || (pass & 63) == 0) &&
-	    mrail_now_coarse() >= e->failover_next_tick)
+	    mrail_now_coarse() >= e->failover_next_tick) {
 		failover_tick(e);
+		packet_trim(e);
+	}
 	/* Held chunks wait for the kernel to send what it has (pace.c). */
 	if (e->pace_held)
 		pace_tick(e, mrail_now());

@@ -94,7 +94,19 @@ void rail_disconnect(struct mrail_engine *e, struct rail *r,
 	busy_rail_close(r);
 }
 
+/*
+ * Recycled packets: a window of small messages keeps dozens of packets
+ * until the peer acknowledges them (failover.c), so a bound of 32 made
+ * every window of 64 sends free and allocate 64 KiB buffers again, malloc
+ * trim the heap, and the sender fault on fresh pages (0.47 page faults
+ * and 0.17 brk per 8-byte message, docs/mpi-ompi.md "budget"). Up to
+ * FREE_OPS_BURST are kept; packet_trim (every timer pass, about 5 ms)
+ * frees half of those above FREE_OPS_MAX, so what a burst leaves (every
+ * rail of 63 peers sending its HELLO at once) is not pinned for the
+ * engine's life (docs/scale.md).
+ */
 #define FREE_OPS_MAX 32
+#define FREE_OPS_BURST 128
 
 struct send_op *packet_get(struct mrail_engine *e)
 {
@@ -129,16 +141,28 @@ struct send_op *packet_get(struct mrail_engine *e)
 
 void packet_put(struct mrail_engine *e, struct send_op *op)
 {
-	/* Kept for reuse up to a bound: a burst (every rail of 63 peers
-	 * sending its HELLO at once) must not pin a 64 KiB buffer per rail
-	 * for the engine's life (docs/scale.md). */
-	if (e->nfree_ops >= FREE_OPS_MAX) {
+	if (e->nfree_ops >= FREE_OPS_BURST) {
 		free(op->buf);
 		free(op);
 		return;
 	}
-	mrail_list_append(&e->free_ops, &op->link);
+	/* Most recently used first: its pages are the warm ones. */
+	mrail_list_insert_before(e->free_ops.next, &op->link);
 	e->nfree_ops++;
+}
+
+void packet_trim(struct mrail_engine *e)
+{
+	unsigned drop = e->nfree_ops > FREE_OPS_MAX
+				? (e->nfree_ops - FREE_OPS_MAX + 1) / 2 : 0;
+	for (; drop > 0; drop--) {
+		struct send_op *op =
+			mrail_list_entry(e->free_ops.prev, struct send_op, link);
+		mrail_list_remove(&op->link);
+		e->nfree_ops--;
+		free(op->buf);
+		free(op);
+	}
 }
 
 int rail_post_packet(struct mrail_engine *e, struct rail *r,

@@ -221,6 +221,8 @@ void rail_disconnect(struct mrail_engine *e, struct rail *r,
 void rail_op_done(struct mrail_engine *e, struct send_op *op, int status);
 struct send_op *packet_get(struct mrail_engine *e);
 void packet_put(struct mrail_engine *e, struct send_op *op);
+/* Frees half the recycled packets beyond the lasting bound (timer pass). */
+void packet_trim(struct mrail_engine *e);
 int rail_post_packet(struct mrail_engine *e, struct rail *r,
 		     struct send_op *op);
 int rail_post_data(struct mrail_engine *e, struct rail *r,
