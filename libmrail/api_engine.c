@@ -49,6 +49,7 @@ MRAIL_API int mrail_engine_create(const struct mrail_config *cfg,
 		engine_free(e);
 		return rc;
 	}
+	threads_engine_ready(e);
 	*out = e;
 	return MRAIL_OK;
 }

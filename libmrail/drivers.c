@@ -174,10 +174,11 @@ void drivers_close(struct mrail_engine *e)
  * yet, which only waits a few passes longer. Its progress can cost a
  * system call (a socket driver's epoll_wait): on one host, where shm
  * carries every peer, tcp's empty epoll_wait was half of each idle pass
- * under MPI (perf, docs/mpi-ompi.md "budget"). So it runs every
- * UNPLANNED_EVERY passes.
+ * under MPI (perf, docs/mpi-ompi.md "budget"), and still a sixth of it
+ * at every 16th pass. So it runs every UNPLANNED_EVERY passes (a
+ * connection then waits tens of microseconds more).
  */
-#define UNPLANNED_EVERY 16
+#define UNPLANNED_EVERY 256
 
 int drivers_progress(struct mrail_engine *e, uint64_t pass)
 {

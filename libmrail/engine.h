@@ -153,6 +153,8 @@ struct mrail_engine {
 	 * by other threads only through atomics (debug lock checks). */
 	enum mrail_thread_level thread_level;
 	uintptr_t lock_owner;          /* thread holding e->lock */
+	int lock_elided;               /* release builds: no mutex taken
+	                                  (threads_engine_ready) */
 	uintptr_t creator;             /* thread that created the engine */
 	uintptr_t progress_owner;      /* the progress thread */
 	uintptr_t engine_threads[ENGINE_THREADS_MAX]; /* offload workers */

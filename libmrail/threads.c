@@ -136,6 +136,28 @@ void engine_assert_locked(const struct mrail_engine *e, const char *file,
 }
 #endif
 
+/*
+ * At SINGLE and SERIALIZED, with neither a progress thread nor offload
+ * workers, no two threads are ever inside the engine at once: the
+ * application promised it, and the engine has no thread of its own. What
+ * orders one thread's calls before another's is the application's own
+ * synchronization (Open MPI's, under the MTL), so the mutex adds nothing
+ * there, and it was a fifth of every idle progress pass over shm (perf,
+ * docs/mpi-ompi.md "budget"). Release builds then skip it; debug builds
+ * keep it, for the owner checks above (they catch a broken promise).
+ * Decided once, after creation, when no other thread has the engine yet,
+ * and never changed: an unlock always matches its lock.
+ */
+void threads_engine_ready(struct mrail_engine *e)
+{
+#ifdef MRAIL_DEBUG_LOCKS
+	e->lock_elided = 0;
+#else
+	e->lock_elided = e->thread_level != MRAIL_THREAD_MULTIPLE &&
+			 !e->progress_thread_running && !e->offload;
+#endif
+}
+
 void engine_lock(struct mrail_engine *e)
 {
 #ifdef MRAIL_DEBUG_LOCKS
@@ -143,7 +165,8 @@ void engine_lock(struct mrail_engine *e)
 		pthread_mutex_lock(&e->lock);
 	__atomic_store_n(&e->lock_owner, self_id(), __ATOMIC_RELAXED);
 #else
-	pthread_mutex_lock(&e->lock);
+	if (!e->lock_elided)
+		pthread_mutex_lock(&e->lock);
 #endif
 }
 
@@ -151,6 +174,9 @@ void engine_unlock(struct mrail_engine *e)
 {
 #ifdef MRAIL_DEBUG_LOCKS
 	__atomic_store_n(&e->lock_owner, 0, __ATOMIC_RELAXED);
+#else
+	if (e->lock_elided)
+		return;
 #endif
 	pthread_mutex_unlock(&e->lock);
 }

@@ -16,6 +16,9 @@ struct mrail_engine;
 /* threads.c (docs/threads.md) */
 void engine_lock(struct mrail_engine *e);
 void engine_unlock(struct mrail_engine *e);
+/* Once created (the lock released, no engine thread to come): decides
+ * whether the lock may be elided (threads.c). */
+void threads_engine_ready(struct mrail_engine *e);
 /*
  * Debug builds (MRAIL_DEBUG_LOCKS, set by meson for buildtypes debug and
  * debugoptimized) abort with file:line when the calling thread does not
