@@ -1,5 +1,6 @@
 /* Progress: drivers, deferred scheduling, timeouts, the progress thread. */
 #include "libmrail/engine.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #include <errno.h>
