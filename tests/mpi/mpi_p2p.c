@@ -7,6 +7,7 @@
 #include "mpi_check.h"
 
 #include <stdint.h>
+#include <stddef.h>
 #include <string.h>
 
 static int rank, size;
