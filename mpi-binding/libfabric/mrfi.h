@@ -19,6 +19,7 @@
 #include <rdma/providers/fi_log.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define MRFI_NAME "mrail"
@@ -94,6 +95,24 @@ struct mrfi_cq {
 	int signaled;
 };
 
+#define MRFI_CNTR_EPS 8
+
+/* A completion counter (mrfi_cntr.c). */
+struct mrfi_cntr {
+	struct fid_cntr cntr;
+	struct mrfi_domain *dom;
+	_Atomic uint64_t val, err;
+	pthread_mutex_t lock;     /* eps */
+	struct mrfi_ep *eps[MRFI_CNTR_EPS];
+	int neps;
+};
+
+/* The kinds of operation a counter can be bound to (fi_ep_bind flags). */
+enum mrfi_cntr_kind {
+	MRFI_CNTR_SEND, MRFI_CNTR_RECV, MRFI_CNTR_READ, MRFI_CNTR_WRITE,
+	MRFI_CNTR_RREAD, MRFI_CNTR_RWRITE, MRFI_CNTR_KINDS
+};
+
 struct mrfi_mrecv;
 
 /* A posted operation: what its completion must report. */
@@ -120,6 +139,7 @@ struct mrfi_ep {
 	struct mrfi_av *av;
 	struct mrfi_cq *tx_cq, *rx_cq;
 	uint64_t tx_flags, rx_flags;  /* FI_SELECTIVE_COMPLETION from bind */
+	struct mrfi_cntr *cntr[MRFI_CNTR_KINDS]; /* bound counters or NULL */
 	uint64_t tx_op_flags, rx_op_flags;
 	int enabled;
 	pthread_mutex_t lock;         /* pending list, peer maps */
@@ -190,7 +210,17 @@ int mrfi_cq_attach(struct mrfi_cq *cq, struct mrfi_ep *ep);
 void mrfi_cq_detach(struct mrfi_cq *cq, struct mrfi_ep *ep);
 int mrfi_cq_push(struct mrfi_cq *cq, const struct mrfi_cqe *e);
 
+/* mrfi_cntr.c */
+int mrfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
+		   struct fid_cntr **cntr, void *context);
+int mrfi_cntr_attach(struct mrfi_cntr *c, struct mrfi_ep *ep);
+void mrfi_cntr_detach(struct mrfi_cntr *c, struct mrfi_ep *ep);
+/* One completion (error: a failed one) of an operation; c may be NULL. */
+void mrfi_cntr_inc(struct mrfi_cntr *c, int error);
+
 /* mrfi_ep.c */
+/* Drive the endpoint's engine and its multi-recv buffers. */
+void mrfi_ep_progress(struct mrfi_ep *ep);
 int mrfi_ep_open(struct fid_domain *domain, struct fi_info *info,
 		 struct fid_ep **ep, void *context);
 fi_addr_t mrfi_ep_addr_of(struct mrfi_ep *ep, mrail_peer_t peer);
@@ -247,8 +277,6 @@ int mrfi_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 int mrfi_no_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 int mrfi_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 			struct fid_ep **sep, void *context);
-int mrfi_no_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
-		      struct fid_cntr **cntr, void *context);
 int mrfi_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 		      struct fid_poll **pollset);
 int mrfi_no_stx_context(struct fid_domain *domain, struct fi_tx_attr *attr,

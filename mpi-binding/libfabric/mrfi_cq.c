@@ -20,10 +20,7 @@ static void cq_progress(struct mrfi_cq *cq)
 	memcpy(eps, cq->eps, sizeof eps);
 	pthread_mutex_unlock(&cq->lock);
 	for (int i = 0; i < n; i++)
-		if (eps[i]->engine) {
-			(void)mrail_progress(eps[i]->engine);
-			mrfi_multi_progress(eps[i]);
-		}
+		mrfi_ep_progress(eps[i]);
 }
 
 int mrfi_cq_push(struct mrfi_cq *cq, const struct mrfi_cqe *e)

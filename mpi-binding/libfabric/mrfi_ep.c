@@ -184,6 +184,55 @@ int mrfi_ep_peer_of(struct mrfi_ep *ep, fi_addr_t addr, mrail_peer_t *peer)
 	return 0;
 }
 
+void mrfi_ep_progress(struct mrfi_ep *ep)
+{
+	if (ep->engine) {
+		(void)mrail_progress(ep->engine);
+		mrfi_multi_progress(ep);
+	}
+}
+
+static int cntr_bound(struct mrfi_ep *ep, struct mrfi_cntr *c)
+{
+	for (int k = 0; k < MRFI_CNTR_KINDS; k++)
+		if (ep->cntr[k] == c)
+			return 1;
+	return 0;
+}
+
+/* fi_ep_bind of a counter: one slot per kind of operation named. */
+static int bind_cntr(struct mrfi_ep *ep, struct mrfi_cntr *c, uint64_t flags)
+{
+	static const uint64_t kind_flag[MRFI_CNTR_KINDS] = {
+		[MRFI_CNTR_SEND] = FI_SEND, [MRFI_CNTR_RECV] = FI_RECV,
+		[MRFI_CNTR_READ] = FI_READ, [MRFI_CNTR_WRITE] = FI_WRITE,
+		[MRFI_CNTR_RREAD] = FI_REMOTE_READ,
+		[MRFI_CNTR_RWRITE] = FI_REMOTE_WRITE,
+	};
+	uint64_t all = FI_SEND | FI_RECV | FI_READ | FI_WRITE |
+		       FI_REMOTE_READ | FI_REMOTE_WRITE;
+	if (!flags || (flags & ~all)) {
+		FI_WARN(&mrfi_prov, FI_LOG_EP_CTRL, "counter bind flags "
+			"%#llx: only FI_SEND, FI_RECV, FI_READ, FI_WRITE, "
+			"FI_REMOTE_READ, FI_REMOTE_WRITE\n",
+			(unsigned long long)flags);
+		return -FI_EINVAL;
+	}
+	int rc = mrfi_cntr_attach(c, ep);
+	if (rc)
+		return rc;
+	for (int k = 0; k < MRFI_CNTR_KINDS; k++)
+		if (flags & kind_flag[k]) {
+			/* Rebinding a kind: the old counter lets go of
+			 * us unless it still counts another kind. */
+			struct mrfi_cntr *old = ep->cntr[k];
+			ep->cntr[k] = c;
+			if (old && old != c && !cntr_bound(ep, old))
+				mrfi_cntr_detach(old, ep);
+		}
+	return 0;
+}
+
 static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct mrfi_ep *ep = (struct mrfi_ep *)fid;
@@ -207,13 +256,15 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		}
 		return 0;
 	}
+	case FI_CLASS_CNTR:
+		return bind_cntr(ep, (struct mrfi_cntr *)bfid, flags);
 	case FI_CLASS_AV:
 		if (ep->av)
 			return -FI_EINVAL;
 		ep->av = (struct mrfi_av *)bfid;
 		return mrfi_av_attach(ep->av, ep);
 	default:
-		/* Counters, event queues: not offered. */
+		/* Event queues: not offered (no connections). */
 		return -FI_ENOSYS;
 	}
 }
@@ -278,6 +329,9 @@ static int ep_close(struct fid *fid)
 		mrfi_cq_detach(ep->rx_cq, ep);
 	if (ep->av)
 		mrfi_av_detach(ep->av, ep);
+	for (int k = 0; k < MRFI_CNTR_KINDS; k++)
+		if (ep->cntr[k])
+			mrfi_cntr_detach(ep->cntr[k], ep);
 	fi_freeinfo(ep->info);
 	free(ep->peer_of);
 	free(ep->addr_of);

@@ -160,7 +160,7 @@ static struct fi_info *build(uint32_t version, const struct fi_info *h)
 	d->max_ep_rx_ctx = 1;
 	d->max_ep_stx_ctx = 0;
 	d->max_ep_srx_ctx = 0;
-	d->cntr_cnt = 0;
+	d->cntr_cnt = 256;
 	d->mr_iov_limit = 1;
 	d->mr_cnt = 65536;
 	d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;

@@ -78,6 +78,10 @@ void mrfi_op_done(mrail_request_t *req, const mrail_status_t *st, void *ctx)
 		err = MRAIL_OK;
 	struct mrfi_cq *cq = (o->flags & FI_RECV) ? ep->rx_cq : ep->tx_cq;
 	struct mrfi_mrecv *multi = o->multi;
+	/* Counters see every completion, reported to the CQ or not. */
+	mrfi_cntr_inc(ep->cntr[(o->flags & FI_RECV) ? MRFI_CNTR_RECV
+						    : MRFI_CNTR_SEND],
+		      err != MRAIL_OK);
 	if (err == MRAIL_OK && !o->report) {
 		free(o);
 		if (multi)
