@@ -3,8 +3,16 @@
  * and probe call (MPI-3.1 section 3.2.5): each call here gets a status
  * whose MPI_ERROR holds a marker, which must still be there afterwards,
  * next to the right source, tag and count. Pairs of ranks (0-1, 2-3...).
+ *
+ * One known deviation is tolerated, and only where the launcher script
+ * says it runs that implementation: MPICH 4.0.x's MPI_Sendrecv_replace
+ * writes MPI_SUCCESS into MPI_ERROR (tests/provider/mpich_test.sh sets
+ * MPITEST_MPICH_SENDRECV_REPLACE=1; docs/provider.md). Everything else,
+ * and every other MPI, is held to the standard.
  */
 #include "mpi_check.h"
+
+#include <string.h>
 
 #define MARK 0x5a5a /* no MPI error code */
 
@@ -17,11 +25,20 @@ static void mark(MPI_Status *st)
 	st->MPI_ERROR = MARK;
 }
 
+/* MPICH's deviation (above): MPI_SUCCESS from MPI_Sendrecv_replace. */
+static int mpich_replace_ok(const MPI_Status *st, const char *call)
+{
+	const char *e = getenv("MPITEST_MPICH_SENDRECV_REPLACE");
+	return e && !strcmp(e, "1") &&
+	       !strcmp(call, "MPI_Sendrecv_replace") &&
+	       st->MPI_ERROR == MPI_SUCCESS;
+}
+
 static void check(const MPI_Status *st, int tag, int count, const char *call)
 {
 	int n;
-	CHECK(st->MPI_ERROR == MARK, "%s set MPI_ERROR to %d", call,
-	      st->MPI_ERROR);
+	CHECK(st->MPI_ERROR == MARK || mpich_replace_ok(st, call),
+	      "%s set MPI_ERROR to %d", call, st->MPI_ERROR);
 	CHECK(st->MPI_SOURCE == peer, "%s: source %d, not %d", call,
 	      st->MPI_SOURCE, peer);
 	CHECK(st->MPI_TAG == tag, "%s: tag %d, not %d", call, st->MPI_TAG,
