@@ -36,6 +36,7 @@
  * exchange; it must be set alike for the whole job).
  */
 #include "mrfi.h"
+#include "mpi-binding/common/sample_pairs.h"
 
 #include <sched.h>
 #include <stddef.h>
@@ -65,34 +66,30 @@ static int same_host(const unsigned char *a, const unsigned char *b)
 	return !memcmp(a + 24, b + 24, 4 * n);
 }
 
-/* Partner sessions of name `me` in global order; returns their count. */
+/* Partners of name `me`, in the global session order (sample_pairs.h);
+ * returns their count. Names on one host get one node number. */
 static size_t sessions(const struct sname *s, size_t n, size_t me,
 		       size_t *with)
 {
 	size_t ns = 0;
-	ptrdiff_t *mate = malloc(n * sizeof *mate);
-	if (!mate)
-		return 0;
-	for (size_t r = 0; r < n; r++)
-		mate[r] = -1;
-	for (size_t r = 0; r < n; r++)
-		for (size_t q = r + 1; mate[r] < 0 && q < n; q++)
-			if (mate[q] < 0 && !same_host(s[q].name, s[r].name)) {
-				mate[r] = (ptrdiff_t)q;
-				mate[q] = (ptrdiff_t)r;
-				if (r == me || q == me)
-					with[ns++] = r == me ? q : r;
-			}
-	/* Left over: served by the lowest name on another host, after the
-	 * pairs (the same order on every side). */
-	for (size_t r = 0; r < n; r++)
-		for (size_t q = 0; mate[r] < 0 && q < n; q++)
-			if (!same_host(s[q].name, s[r].name)) {
-				mate[r] = (ptrdiff_t)q;
-				if (r == me || q == me)
-					with[ns++] = r == me ? q : r;
-			}
-	free(mate);
+	uint32_t *node = malloc(n * sizeof *node);
+	struct sample_pair *p = malloc(n * sizeof *p);
+	if (node && p) {
+		for (size_t r = 0; r < n; r++) {
+			node[r] = (uint32_t)r;
+			for (size_t q = 0; q < r; q++)
+				if (same_host(s[q].name, s[r].name)) {
+					node[r] = node[q];
+					break;
+				}
+		}
+		size_t np = sample_pairs(n, node, p);
+		for (size_t i = 0; i < np; i++)
+			if (p[i].a == me || p[i].b == me)
+				with[ns++] = p[i].a == me ? p[i].b : p[i].a;
+	}
+	free(node);
+	free(p);
 	return ns;
 }
 

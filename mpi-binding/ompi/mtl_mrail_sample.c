@@ -16,6 +16,7 @@
  * nothing (its rails are local).
  */
 #include "mtl_mrail.h"
+#include "mpi-binding/common/sample_pairs.h"
 
 #include "ompi/proc/proc.h"
 #include "opal/mca/pmix/pmix.h"
@@ -24,10 +25,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct session {
-	uint32_t a, b;
-};
 
 /* Node of each world rank: a number per distinct host name (the node
  * id key is not given for remote processes by Open MPI 4.1's runtime). */
@@ -69,31 +66,6 @@ static int node_ids(size_t n, struct ompi_proc_t **procs, uint32_t *node,
 	return rc;
 }
 
-static size_t pair_up(size_t n, const uint32_t *node, struct session *s)
-{
-	size_t ns = 0;
-	int32_t *mate = malloc(n * sizeof *mate);
-	if (!mate)
-		return 0;
-	for (size_t r = 0; r < n; r++)
-		mate[r] = -1;
-	for (size_t r = 0; r < n; r++)
-		for (size_t q = r + 1; mate[r] < 0 && q < n; q++)
-			if (mate[q] < 0 && node[q] != node[r]) {
-				mate[r] = (int32_t)q;
-				mate[q] = (int32_t)r;
-				s[ns++] = (struct session){ (uint32_t)r, (uint32_t)q };
-			}
-	for (size_t r = 0; r < n; r++)
-		for (size_t q = 0; mate[r] < 0 && q < n; q++)
-			if (node[q] != node[r]) {
-				mate[r] = (int32_t)q;
-				s[ns++] = (struct session){ (uint32_t)q, (uint32_t)r };
-			}
-	free(mate);
-	return ns;
-}
-
 void mtl_mrail_sample_rails(size_t nprocs, struct ompi_proc_t **procs)
 {
 	size_t n = ompi_process_info.num_procs;
@@ -102,13 +74,13 @@ void mtl_mrail_sample_rails(size_t nprocs, struct ompi_proc_t **procs)
 		return;
 	uint32_t *node = calloc(n, sizeof *node);
 	mrail_peer_t *peer = calloc(n, sizeof *peer);
-	struct session *s = calloc(n, sizeof *s);
+	struct sample_pair *s = calloc(n, sizeof *s);
 	if (!node || !peer || !s || node_ids(n, procs, node, peer)) {
 		opal_output(0, "mtl mrail: no host names from PMIx: rails keep "
 			    "their profile or nominal model");
 		goto out;
 	}
-	size_t ns = pair_up(n, node, s);
+	size_t ns = sample_pairs(n, node, s);
 	for (size_t i = 0; i < ns; i++) {
 		if (s[i].a != me && s[i].b != me)
 			continue;
