@@ -153,14 +153,35 @@ void request_fail(struct mrail_engine *e, struct mrail_request *r, int error)
 		r->error = error;
 }
 
+/* What a released request still owns, taken out of it so that it can be
+ * freed without touching the request again (caller storage, reused once
+ * its callback returned). */
+struct request_memory {
+	struct rdv_range *ranges;
+	struct iovec *iov;
+	struct mrail_request *own; /* the request itself, when we allocated it */
+};
+
+static struct request_memory request_memory_take(struct mrail_request *r)
+{
+	struct request_memory m = {
+		r->ranges, r->iov != &r->iov1 ? r->iov : NULL,
+		r->flags & REQF_STORAGE ? NULL : r};
+	r->ranges = NULL;
+	r->iov = &r->iov1;
+	return m;
+}
+
+static void request_memory_put(struct request_memory m)
+{
+	free(m.ranges);
+	free(m.iov);
+	free(m.own);
+}
+
 static void request_memory_free(struct mrail_request *r)
 {
-	free(r->ranges);
-	r->ranges = NULL;
-	if (r->iov != &r->iov1)
-		free(r->iov);
-	if (!(r->flags & REQF_STORAGE))
-		free(r);
+	request_memory_put(request_memory_take(r));
 }
 
 void request_free(struct mrail_engine *e, struct mrail_request *r)
@@ -353,11 +374,17 @@ int request_run_callbacks(struct mrail_engine *e)
 		mrail_request_cb_t cb = r->cb;
 		void *ctx = r->cb_ctx;
 		int keep = r->flags & REQF_KEEP;
+		struct request_memory mem = {NULL, NULL, NULL};
 		if (!keep) {
 			mrail_list_remove(&r->all_link);
 			/* Its registrations go back to the cache now, under
 			 * the lock (request_free does it for the others). */
 			rma_request_release(e, r);
+			/* Taken before the call: caller storage may hold the
+			 * caller's next request by the time it returns (a
+			 * thread of an MPI_THREAD_MULTIPLE job posting into
+			 * the request Open MPI just freed). */
+			mem = request_memory_take(r);
 		}
 		engine_unlock(e);
 		cb(r, &st, ctx);
@@ -367,7 +394,7 @@ int request_run_callbacks(struct mrail_engine *e)
 			r->cb_pending = 0;
 			engine_unlock(e);
 		} else {
-			request_memory_free(r);
+			request_memory_put(mem);
 		}
 	}
 }

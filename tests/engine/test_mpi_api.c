@@ -429,6 +429,84 @@ static void test_callbacks(uint8_t *a)
 enum { STORE_N = 32, STORE_ROUNDS = 10 };
 static _Alignas(max_align_t) unsigned char storage[STORE_N][1024];
 
+/*
+ * What Open MPI does under MPI_THREAD_MULTIPLE: the callback completes the
+ * MPI request, another thread frees it and posts its next receive into the
+ * same memory while the engine is still returning from the callback. Here
+ * the callback itself posts into its own storage a receive that matches a
+ * rendezvous already waiting (so its transfer starts inside the post); the
+ * engine must not touch the storage once the callback returned (it used
+ * to free the new receive's rendezvous ranges: a crash on its arrival).
+ */
+enum { REUSE_TAG = 510 };
+static uint8_t *reuse_buf[2];
+static int reuse_calls;
+static mrail_status_t reuse_st[2];
+
+static void reuse_second(mrail_request_t *r, const mrail_status_t *st,
+			 void *ctx)
+{
+	(void)r;
+	(void)ctx;
+	reuse_st[1] = *st;
+	reuse_calls++;
+}
+
+static void reuse_first(mrail_request_t *r, const mrail_status_t *st,
+			void *ctx)
+{
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	mrail_request_t *again;
+	(void)ctx;
+	reuse_st[0] = *st;
+	reuse_calls++;
+	a.storage = r;
+	a.cb = reuse_second;
+	CHECK_RC(mrail_irecv_x(E, 1, reuse_buf[1], RDV, REUSE_TAG + 1,
+			       MRAIL_TAG_MASK_ALL, &a, &again));
+	CHECK((void *)again == (void *)r);
+}
+
+static void test_storage_reused_in_callback(void)
+{
+	mrail_request_t *r[2];
+	mrail_status_t st;
+
+	for (int i = 0; i < 2; i++) {
+		reuse_buf[i] = malloc(RDV);
+		CHECK(reuse_buf[i]);
+	}
+	if (me == 1) {
+		for (int i = 0; i < 2; i++) {
+			pattern_fill(reuse_buf[i], RDV, REUSE_TAG + i);
+			CHECK_RC(mrail_isend(E, 0, reuse_buf[i], RDV,
+					     REUSE_TAG + i, &r[i]));
+		}
+		CHECK_RC(mrail_wait_all(E, 2, r, NULL));
+	} else if (me == 0) {
+		struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+		int flag = 0;
+		/* Both announcements here (they match in the order sent). */
+		while (!flag)
+			CHECK_RC(mrail_iprobe(E, 1, REUSE_TAG + 1,
+					      MRAIL_TAG_MASK_ALL, &flag, &st));
+		a.storage = storage[0];
+		a.cb = reuse_first;
+		CHECK_RC(mrail_irecv_x(E, 1, reuse_buf[0], RDV, REUSE_TAG,
+				       MRAIL_TAG_MASK_ALL, &a, &r[0]));
+		while (reuse_calls < 2)
+			CHECK(mrail_progress(E) >= 0);
+		for (int i = 0; i < 2; i++) {
+			CHECK_RC(reuse_st[i].error);
+			CHECK_EQ(reuse_st[i].length, RDV);
+			CHECK_EQ(pattern_check(reuse_buf[i], RDV,
+					       REUSE_TAG + i), RDV);
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		free(reuse_buf[i]);
+}
+
 static void test_storage(void)
 {
 	mrail_request_t *r[STORE_N];
@@ -464,6 +542,7 @@ static void test_storage(void)
 	a.storage = storage[0] + 1;
 	CHECK_EQ(mrail_isend_x(E, other, v, 8, 500, &a, &r[0]),
 		 MRAIL_ERR_INVALID);
+	test_storage_reused_in_callback();
 }
 
 /* ---- synchronous sends ------------------------------------------------- */
