@@ -16,6 +16,7 @@ static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
 		return MRAIL_ERR_INVALID;
 	*out = NULL;
 	engine_lock(e);
+	engine_clock_tick(e);
 	int rc = send_start(e, dest, iov, iovcnt, buf, len, tag, args, out);
 	/* Sends completed locally while their receiver is behind
 	 * (send.c, detach_if_rts) free a sender from waiting, and so from
@@ -76,6 +77,7 @@ static int irecv_common(struct mrail_engine *e, mrail_peer_t src,
 		return MRAIL_ERR_INVALID;
 	*out = NULL;
 	engine_lock(e);
+	engine_clock_tick(e);
 	int rc = recv_start(e, src, iov, iovcnt, buf, len, tag, mask, args,
 			    out);
 	engine_unlock(e);
@@ -151,6 +153,7 @@ static int imrecv_common(struct mrail_engine *e, const struct iovec *iov,
 		return MRAIL_ERR_INVALID;
 	*out = NULL;
 	engine_lock(e);
+	engine_clock_tick(e);
 	int rc = probe_imrecv(e, iov, iovcnt, buf, len, msg, args, out);
 	engine_unlock(e);
 	return rc;

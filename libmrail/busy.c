@@ -92,7 +92,7 @@ static int rx_grow(struct rail *r)
 void busy_rx_expect(struct rail *r, uint64_t bytes)
 {
 	struct local_rail *l = r->local;
-	double now = mrail_now();
+	double now = rail_now(r);
 
 	if (r->rx_count == r->rx_cap && rx_grow(r))
 		return; /* out of memory: the rail just looks less busy */
@@ -164,7 +164,7 @@ static void learn(struct rail *r, const struct rx_expect *x, double now)
 void busy_rx_arrived(struct rail *r, uint64_t bytes)
 {
 	struct local_rail *l = r->local;
-	double now = mrail_now();
+	double now = rail_now(r);
 
 	while (bytes > 0 && r->rx_count > 0) {
 		struct rx_expect *x = &r->rx_q[r->rx_head];
@@ -226,7 +226,7 @@ static void tx_charge(struct rail *r, double now, double seconds)
 
 void busy_tx_post(struct rail *r, uint64_t charge_bytes)
 {
-	double now = mrail_now();
+	double now = rail_now(r);
 	if (r->tx_ops++ == 0)
 		r->tx_busy_since = now;
 	if (charge_bytes > 0)
@@ -236,7 +236,7 @@ void busy_tx_post(struct rail *r, uint64_t charge_bytes)
 void busy_tx_done(struct rail *r)
 {
 	if (r->tx_ops > 0 && --r->tx_ops == 0)
-		r->stats.tx_busy_seconds += mrail_now() - r->tx_busy_since;
+		r->stats.tx_busy_seconds += rail_now(r) - r->tx_busy_since;
 }
 
 void busy_tx_reserve(struct gate *g, uint64_t bytes)

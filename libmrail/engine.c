@@ -374,6 +374,7 @@ struct mrail_engine *engine_alloc(void)
 	if (!e)
 		return NULL;
 	pthread_mutex_init(&e->lock, NULL);
+	engine_clock_tick(e);
 	mrail_list_init(&e->handshaking);
 	mrail_list_init(&e->sched_gates);
 	mrail_list_init(&e->posted);

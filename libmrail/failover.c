@@ -774,7 +774,7 @@ static void tick_gate(struct mrail_engine *e, struct gate *g, double now)
 
 void failover_tick(struct mrail_engine *e)
 {
-	double now = mrail_now();
+	double now = engine_now(e);
 	if (now < e->failover_next_tick)
 		return;
 	e->failover_next_tick = now + TICK_PERIOD;

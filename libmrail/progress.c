@@ -14,6 +14,7 @@ int engine_progress(struct mrail_engine *e)
 {
 	ENGINE_ASSERT_LOCKED(e);
 	uint64_t pass = ++e->progress_calls;
+	engine_clock_tick(e);
 	int events = drivers_progress(e, pass);
 	if (!mrail_list_empty(&e->sched_gates))
 		schedule_pending(e);
@@ -33,7 +34,7 @@ int engine_progress(struct mrail_engine *e)
 	}
 	/* Held chunks wait for the kernel to send what it has (pace.c). */
 	if (e->pace_held)
-		pace_tick(e, mrail_now());
+		pace_tick(e, engine_now(e));
 	return events;
 }
 

@@ -38,7 +38,7 @@ void rail_op_done(struct mrail_engine *e, struct send_op *op, int status)
 	if (op->rail && op->kind != OP_GET)
 		busy_tx_done(op->rail);
 	if (op->rail) {
-		op->rail->tx_last_move = mrail_now();
+		op->rail->tx_last_move = engine_now(e);
 		/* A failed completion fails the rail (at the next tick, not
 		 * inside the driver), not the request: failover. */
 		if (status != MRAIL_OK)
@@ -172,7 +172,7 @@ int rail_post_packet(struct mrail_engine *e, struct rail *r,
 	(void)e;
 	op->rail = r;
 	if (mrail_list_empty(&r->posted))
-		r->tx_last_move = mrail_now();
+		r->tx_last_move = engine_now(e);
 	failover_pkt_post(r, op);
 	mrail_list_append(&r->posted, &op->link);
 	/* Before send: the driver may complete the op inside it. */
@@ -288,11 +288,13 @@ unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views,
 			 enum view_dir dir)
 {
 	unsigned n = 0;
-	double now = mrail_now();
+	double now = 0;
 	for (unsigned i = 0; i < g->nrails; i++) {
 		struct rail *r = g->rails[i];
 		if (!r || r->state != RAIL_UP)
 			continue;
+		if (n == 0)
+			now = rail_now(r);
 		struct mrail_rail_view *v = &views[n++];
 		v->index = i;
 		v->backlog_bytes = r->local->ops->ep_backlog(r->ep);
