@@ -23,6 +23,10 @@ static int earliest(const struct mrail_rail_view *rails, unsigned n,
 {
 	int best = -1;
 	double best_t = 0;
+	/* One rail (a same-host peer over shm): nothing to compare, and no
+	 * prediction to compute on every small send. */
+	if (n == 1)
+		return idle_only && !rails[0].idle ? -1 : 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (idle_only && !rails[i].idle)
 			continue;
