@@ -343,6 +343,23 @@ MRAIL_API int mrail_cancel(mrail_engine_t *engine, mrail_request_t *req);
  */
 MRAIL_API int mrail_progress(mrail_engine_t *engine);
 
+/*
+ * Sleeping in an event loop (libfabric's FI_WAIT_FD, a runtime's epoll):
+ * mrail_wait_fd() gives a descriptor (owned by the engine, valid until
+ * mrail_engine_destroy) that becomes readable when progress may have work:
+ * a driver has data, or one of the engine's timers (failure detection,
+ * reconnection) is due. Before sleeping on it call mrail_wait_prepare():
+ * MRAIL_OK means nothing is left to do until the descriptor wakes, so
+ * poll()/epoll_wait() on it without a timeout is safe; MRAIL_ERR_AGAIN
+ * means progress found work (completions may be due: test them, then
+ * prepare again). After a wake-up, call mrail_progress() (or test/wait);
+ * the descriptor is drained by the next prepare. An idle engine (no
+ * request, no connection being made) wakes about once a second, a busy
+ * one at its timer period (5 ms).
+ */
+MRAIL_API int mrail_wait_fd(mrail_engine_t *engine, int *fd);
+MRAIL_API int mrail_wait_prepare(mrail_engine_t *engine);
+
 /* ---- probes (MPI_Iprobe, MPI_Improbe / MPI_Imrecv) -------------------- */
 typedef struct mrail_message mrail_message_t;
 

@@ -196,3 +196,38 @@ MRAIL_API int mrail_request_set_callback(mrail_request_t *r,
 	engine_unlock(e);
 	return rc;
 }
+
+MRAIL_API int mrail_wait_fd(mrail_engine_t *e, int *fd)
+{
+	if (!e || !fd)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	int rc = wait_fd_get(e, fd);
+	engine_unlock(e);
+	return rc;
+}
+
+/* Drivers arm their wake-ups only after empty polls (the shm doorbell
+ * after 32 per connection): as many quiet passes as mrail_wait makes
+ * before it sleeps. */
+#define WAIT_QUIET_PASSES 64
+
+MRAIL_API int mrail_wait_prepare(mrail_engine_t *e)
+{
+	if (!e)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	if (e->wait_epfd < 0) {
+		engine_unlock(e);
+		return MRAIL_ERR_INVALID; /* mrail_wait_fd first */
+	}
+	int events = 0;
+	for (int i = 0; i < WAIT_QUIET_PASSES && events == 0; i++)
+		events = engine_progress(e);
+	int due = !mrail_list_empty(&e->cbq);
+	int rc = events > 0 || due ? MRAIL_ERR_AGAIN : wait_arm(e);
+	engine_unlock(e);
+	if (due)
+		request_run_callbacks(e);
+	return rc;
+}

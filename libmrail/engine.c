@@ -382,6 +382,7 @@ struct mrail_engine *engine_alloc(void)
 	mrail_list_init(&e->free_ops);
 	requests_init(e);
 	e->wake_fd = -1;
+	e->wait_epfd = e->wait_tfd = -1;
 	e->idle_wait_max_ms = 1;
 	return e;
 }
@@ -501,6 +502,7 @@ void engine_free(struct mrail_engine *e)
 		free(r);
 	}
 	requests_fini(e);
+	wait_fd_close(e);
 	trace_close(e);
 	drivers_close(e);
 	if (e->strategy && e->strategy_state)

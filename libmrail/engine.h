@@ -142,6 +142,13 @@ struct mrail_engine {
 	pthread_t progress_thread;
 	int wake_fd;
 
+	/* wait.c: mrail_wait_fd's epoll set and its timer (-1 until asked
+	 * for); wait_offload: the offload workers were told someone sleeps
+	 * (ended by the next progress pass); wait_ofd: their descriptor is
+	 * in the set. */
+	int wait_epfd, wait_tfd;
+	int wait_offload, wait_ofd;
+
 	uint64_t progress_calls;
 	double rail_timeout;           /* MRAIL_RAIL_TIMEOUT (failover.c) */
 	double failover_next_tick;
@@ -207,6 +214,13 @@ void engine_idle_wait_fd(struct mrail_engine *e, int extra_fd, int timeout_ms);
 /* How long a waiting call may sleep between progress rounds: 1 ms, more
  * when this host runs more ranks than it has cores (docs/scale.md). */
 void engine_set_idle_wait(struct mrail_engine *e, uint32_t local_ranks);
+
+/* wait.c: the descriptor of mrail_wait_fd (created on first use), arming
+ * it before a sleep (MRAIL_OK: sleep; the caller made the quiet progress
+ * passes), closing it with the engine. */
+int wait_fd_get(struct mrail_engine *e, int *fd);
+int wait_arm(struct mrail_engine *e);
+void wait_fd_close(struct mrail_engine *e);
 
 /*
  * The engine's clock for the per-message paths (busy-until, rail views,
