@@ -93,6 +93,12 @@ struct mrfi_cq {
 	struct mrfi_ep *eps[MRFI_CQ_EPS];
 	int neps;
 	int signaled;
+	/* FI_WAIT_FD (mrfi_cq.c): epfd holds the bound engines' wait
+	 * descriptors (mrail_wait_fd) and efd, an eventfd written when an
+	 * entry arrives while armed (fi_trywait said "sleep") or on
+	 * fi_cq_signal; -1 without a wait object. */
+	int epfd, efd;
+	int armed;
 };
 
 #define MRFI_CNTR_EPS 8
@@ -209,6 +215,10 @@ int mrfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 int mrfi_cq_attach(struct mrfi_cq *cq, struct mrfi_ep *ep);
 void mrfi_cq_detach(struct mrfi_cq *cq, struct mrfi_ep *ep);
 int mrfi_cq_push(struct mrfi_cq *cq, const struct mrfi_cqe *e);
+/* fi_trywait for one CQ: 0 when its owner may sleep on its descriptor. */
+int mrfi_cq_trywait(struct mrfi_cq *cq);
+/* The fabric's trywait (mrfi_prov.c calls it for each fid). */
+int mrfi_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 
 /* mrfi_cntr.c */
 int mrfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
@@ -274,7 +284,6 @@ int mrfi_no_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		    struct fid_eq **eq, void *context);
 int mrfi_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 		      struct fid_wait **waitset);
-int mrfi_no_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 int mrfi_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 			struct fid_ep **sep, void *context);
 int mrfi_no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,

@@ -4,13 +4,32 @@
  * completion callbacks push entries here. Entries wait in a ring that
  * grows as needed; an error entry at the head makes reads answer
  * -FI_EAVAIL until fi_cq_readerr takes it.
+ *
+ * FI_WAIT_FD: the CQ's descriptor is an epoll set of its endpoints'
+ * engine descriptors (mrail_wait_fd: drivers and engine timers) and an
+ * eventfd for entries pushed by another thread and fi_cq_signal.
+ * fi_trywait drives the engines until quiet (mrail_wait_prepare) and arms
+ * the eventfd; fi_cq_sread sleeps on the set.
  */
 #include "mrfi.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
+
+static void wake(struct mrfi_cq *cq)
+{
+	uint64_t one = 1;
+	/* EAGAIN: the counter is full, the sleeper wakes anyway. */
+	if (write(cq->efd, &one, sizeof one) < 0 && errno != EAGAIN)
+		FI_WARN(&mrfi_prov, FI_LOG_CQ, "CQ wake-up: %s\n",
+			strerror(errno));
+}
 
 static void cq_progress(struct mrfi_cq *cq)
 {
@@ -44,7 +63,13 @@ int mrfi_cq_push(struct mrfi_cq *cq, const struct mrfi_cqe *e)
 	}
 	cq->q[(cq->head + cq->count) % cq->cap] = *e;
 	cq->count++;
+	/* Someone may sleep on the descriptor since fi_trywait: another
+	 * thread's progress must wake them (their engine fds stay quiet). */
+	int must_wake = cq->armed;
+	cq->armed = 0;
 	pthread_mutex_unlock(&cq->lock);
+	if (must_wake)
+		wake(cq);
 	return 0;
 }
 
@@ -154,8 +179,63 @@ static double now_ms(void)
 	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-/* Blocking reads spin on progress and yield the core between rounds: the
- * engine has no descriptor to sleep on. */
+int mrfi_cq_trywait(struct mrfi_cq *cq)
+{
+	struct mrfi_ep *eps[MRFI_CQ_EPS];
+	if (cq->epfd < 0)
+		return -FI_EINVAL; /* no wait object to sleep on */
+	pthread_mutex_lock(&cq->lock);
+	int n = cq->neps, full = cq->count > 0;
+	memcpy(eps, cq->eps, sizeof eps);
+	pthread_mutex_unlock(&cq->lock);
+	if (full)
+		return -FI_EAGAIN;
+	for (int i = 0; i < n; i++) {
+		if (!eps[i]->engine)
+			continue;
+		int rc = mrail_wait_prepare(eps[i]->engine);
+		if (rc == MRAIL_ERR_AGAIN)
+			return -FI_EAGAIN;
+		if (rc != MRAIL_OK)
+			return mrfi_err(rc);
+	}
+	uint64_t v;
+	pthread_mutex_lock(&cq->lock);
+	if (read(cq->efd, &v, sizeof v) < 0 && errno != EAGAIN)
+		FI_WARN(&mrfi_prov, FI_LOG_CQ, "CQ wake-up: %s\n",
+			strerror(errno));
+	full = cq->count > 0 || cq->signaled;
+	if (!full)
+		cq->armed = 1;
+	pthread_mutex_unlock(&cq->lock);
+	return full ? -FI_EAGAIN : 0;
+}
+
+int mrfi_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
+{
+	(void)fabric;
+	for (int i = 0; i < count; i++) {
+		if (!fids[i] || fids[i]->fclass != FI_CLASS_CQ)
+			return -FI_EINVAL; /* only CQs have wait objects */
+		int rc = mrfi_cq_trywait((struct mrfi_cq *)fids[i]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int take_signal(struct mrfi_cq *cq)
+{
+	pthread_mutex_lock(&cq->lock);
+	int sig = cq->signaled;
+	cq->signaled = 0;
+	pthread_mutex_unlock(&cq->lock);
+	return sig;
+}
+
+/* Blocking reads: FI_WAIT_FD sleeps on the CQ's descriptor; without it
+ * (FI_WAIT_UNSPEC) reads spin on progress and yield the core between
+ * rounds, which answers soonest. */
 static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
 			    fi_addr_t *src, const void *cond, int timeout)
 {
@@ -166,13 +246,25 @@ static ssize_t cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
 		ssize_t n = cq_readfrom(fcq, buf, count, src);
 		if (n != -FI_EAGAIN)
 			return n;
-		pthread_mutex_lock(&cq->lock);
-		int sig = cq->signaled;
-		cq->signaled = 0;
-		pthread_mutex_unlock(&cq->lock);
-		if (sig || (timeout >= 0 && now_ms() >= end))
+		if (take_signal(cq))
 			return -FI_EAGAIN;
-		sched_yield();
+		double left = timeout >= 0 ? end - now_ms() : -1;
+		if (timeout >= 0 && left <= 0)
+			return -FI_EAGAIN;
+		if (cq->epfd < 0) {
+			sched_yield();
+			continue;
+		}
+		int rc = mrfi_cq_trywait(cq);
+		if (rc == -FI_EAGAIN)
+			continue;
+		if (rc)
+			return rc;
+		struct epoll_event ev;
+		if (epoll_wait(cq->epfd, &ev, 1,
+			       timeout >= 0 ? (int)left + 1 : -1) < 0 &&
+		    errno != EINTR)
+			return -errno;
 	}
 }
 
@@ -188,6 +280,8 @@ static int cq_signal(struct fid_cq *fcq)
 	pthread_mutex_lock(&cq->lock);
 	cq->signaled = 1;
 	pthread_mutex_unlock(&cq->lock);
+	if (cq->efd >= 0)
+		wake(cq);
 	return 0;
 }
 
@@ -210,17 +304,41 @@ static int cq_close(struct fid *fid)
 	struct mrfi_cq *cq = (struct mrfi_cq *)fid;
 	if (cq->neps)
 		return -FI_EBUSY;
+	if (cq->epfd >= 0)
+		close(cq->epfd);
+	if (cq->efd >= 0)
+		close(cq->efd);
 	free(cq->q);
 	pthread_mutex_destroy(&cq->lock);
 	free(cq);
 	return 0;
 }
 
+static int cq_control(struct fid *fid, int command, void *arg)
+{
+	struct mrfi_cq *cq = (struct mrfi_cq *)fid;
+	switch (command) {
+	case FI_GETWAIT:
+		if (cq->epfd < 0 || !arg)
+			return -FI_ENODATA;
+		*(int *)arg = cq->epfd;
+		return 0;
+	case FI_GETWAITOBJ:
+		if (!arg)
+			return -FI_EINVAL;
+		*(enum fi_wait_obj *)arg = cq->epfd >= 0 ? FI_WAIT_FD
+							 : FI_WAIT_NONE;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
 static struct fi_ops cq_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = cq_close,
 	.bind = mrfi_no_bind,
-	.control = mrfi_no_control,
+	.control = cq_control,
 	.ops_open = mrfi_no_ops_open,
 };
 
@@ -243,16 +361,34 @@ int mrfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr,
 		f = FI_CQ_FORMAT_TAGGED;
 	if (f > FI_CQ_FORMAT_TAGGED)
 		return -FI_ENOSYS;
-	if (attr && attr->wait_obj != FI_WAIT_NONE &&
-	    attr->wait_obj != FI_WAIT_UNSPEC) {
+	enum fi_wait_obj w = attr ? attr->wait_obj : FI_WAIT_NONE;
+	if (w != FI_WAIT_NONE && w != FI_WAIT_UNSPEC && w != FI_WAIT_FD) {
 		FI_INFO(&mrfi_prov, FI_LOG_CQ, "wait object %d: only "
-			"FI_WAIT_NONE and FI_WAIT_UNSPEC (fi_cq_sread polls)\n",
-			attr->wait_obj);
+			"FI_WAIT_NONE, FI_WAIT_UNSPEC and FI_WAIT_FD\n", w);
 		return -FI_ENOSYS;
 	}
+	if (attr && attr->wait_cond != FI_CQ_COND_NONE)
+		return -FI_ENOSYS;
 	struct mrfi_cq *cq = calloc(1, sizeof *cq);
 	if (!cq)
 		return -FI_ENOMEM;
+	cq->epfd = cq->efd = -1;
+	if (w == FI_WAIT_FD) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		cq->epfd = epoll_create1(EPOLL_CLOEXEC);
+		cq->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		ev.data.fd = cq->efd;
+		if (cq->epfd < 0 || cq->efd < 0 ||
+		    epoll_ctl(cq->epfd, EPOLL_CTL_ADD, cq->efd, &ev)) {
+			int err = errno;
+			if (cq->epfd >= 0)
+				close(cq->epfd);
+			if (cq->efd >= 0)
+				close(cq->efd);
+			free(cq);
+			return -err;
+		}
+	}
 	cq->cap = attr && attr->size ? attr->size : 1024;
 	cq->q = malloc(cq->cap * sizeof *cq->q);
 	if (!cq->q) {
@@ -278,10 +414,17 @@ int mrfi_cq_attach(struct mrfi_cq *cq, struct mrfi_ep *ep)
 			pthread_mutex_unlock(&cq->lock);
 			return 0;
 		}
-	int rc = 0;
+	int rc = 0, fd = -1;
 	if (cq->neps == MRFI_CQ_EPS)
 		rc = -FI_ENOSPC;
-	else
+	else if (cq->epfd >= 0 && ep->engine &&
+		 (rc = mrfi_err(mrail_wait_fd(ep->engine, &fd))) == 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+		if (epoll_ctl(cq->epfd, EPOLL_CTL_ADD, fd, &ev) &&
+		    errno != EEXIST)
+			rc = -errno;
+	}
+	if (rc == 0)
 		cq->eps[cq->neps++] = ep;
 	pthread_mutex_unlock(&cq->lock);
 	return rc;
@@ -290,9 +433,13 @@ int mrfi_cq_attach(struct mrfi_cq *cq, struct mrfi_ep *ep)
 void mrfi_cq_detach(struct mrfi_cq *cq, struct mrfi_ep *ep)
 {
 	pthread_mutex_lock(&cq->lock);
+	int fd;
 	for (int i = 0; i < cq->neps; i++)
 		if (cq->eps[i] == ep) {
 			cq->eps[i] = cq->eps[--cq->neps];
+			if (cq->epfd >= 0 && ep->engine &&
+			    mrail_wait_fd(ep->engine, &fd) == MRAIL_OK)
+				epoll_ctl(cq->epfd, EPOLL_CTL_DEL, fd, NULL);
 			break;
 		}
 	pthread_mutex_unlock(&cq->lock);

@@ -46,12 +46,6 @@ int mrfi_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 	return -FI_ENOSYS;
 }
 
-int mrfi_no_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
-{
-	(void)fabric; (void)fids; (void)count;
-	return -FI_ENOSYS;
-}
-
 int mrfi_no_scalable_ep(struct fid_domain *domain, struct fi_info *info,
 			struct fid_ep **sep, void *context)
 {

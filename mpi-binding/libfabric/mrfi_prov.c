@@ -162,7 +162,7 @@ static struct fi_ops_fabric fabric_ops = {
 	.passive_ep = mrfi_no_passive_ep,
 	.eq_open = mrfi_eq_open,
 	.wait_open = mrfi_no_wait_open,
-	.trywait = mrfi_no_trywait,
+	.trywait = mrfi_trywait,
 };
 
 int mrfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric,
