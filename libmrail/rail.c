@@ -169,7 +169,6 @@ int rail_post_packet(struct mrail_engine *e, struct rail *r,
 		     struct send_op *op)
 {
 	ENGINE_ASSERT_LOCKED(e);
-	(void)e;
 	op->rail = r;
 	if (mrail_list_empty(&r->posted))
 		r->tx_last_move = engine_now(e);
