@@ -144,6 +144,11 @@ uint64_t h_rand(void);
 uint64_t h_split(uint64_t left, int remaining, bool empty);
 /* ep_close, and remember that no upcall may follow. */
 void h_close(struct tep *t);
+/* on_body/on_body_done for a flood nobody checks: bodies (up to 4 MiB)
+ * land in one static buffer. */
+void *h_sink_body(struct tep *t, const uint8_t *head, size_t len,
+		  uint64_t body_len, struct iovec *dst, int *cnt);
+bool h_sink_body_done(struct tep *t, void *cookie);
 
 /* Raw socket helpers for malformed-peer tests. */
 int h_raw_connect(const struct side *to);

@@ -875,13 +875,6 @@ static int test_wait_fd(void)
 
 /* ---- failures ---------------------------------------------------------- */
 
-static bool sink_body_done(struct tep *t, void *cookie)
-{
-	(void)t;
-	(void)cookie;
-	return true;
-}
-
 static int test_peer_killed(void)
 {
 	/* Delayed gets: still pending when the peer dies. */
@@ -935,7 +928,7 @@ static int test_peer_killed(void)
 
 	box_attach(ta, &box);
 	ta->on_body = note_body;
-	ta->on_body_done = sink_body_done;
+	ta->on_body_done = h_sink_body_done;
 	CHECK(msg_wait(ta, &seen, &m, sizeof m) == sizeof m);
 	reg_make(a, &l, 8 * MiB, RW);
 	/* Keep gets in flight while the peer dies. */

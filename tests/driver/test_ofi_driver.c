@@ -391,27 +391,6 @@ static int test_peer_close(void)
 
 /* Bodies into one static buffer: a body cut short by the peer's death
  * never gets recv_body_done, so nothing may be allocated per body. */
-static uint8_t sink[4 << 20];
-
-static void *sink_body(struct tep *t, const uint8_t *head, size_t len,
-		       uint64_t body_len, struct iovec *dst, int *cnt)
-{
-	(void)t;
-	(void)head;
-	(void)len;
-	CHECK(body_len <= sizeof sink);
-	dst[0] = (struct iovec){sink, body_len};
-	*cnt = 1;
-	return sink;
-}
-
-static bool sink_body_done(struct tep *t, void *cookie)
-{
-	(void)t;
-	(void)cookie;
-	return true;
-}
-
 /* A killed process leaves its shm region behind (docs/driver-ofi.md,
  * known limits): the test that killed it removes it. */
 static void remove_shm_regions(pid_t pid)
@@ -477,8 +456,8 @@ static int peer_killed(const char *params)
 	struct tep *ta = &a->acc[0];
 	/* Before its first body (it cannot send one before our ACCEPT,
 	 * which left in the progress call that accepted it). */
-	ta->on_body = sink_body;
-	ta->on_body_done = sink_body_done;
+	ta->on_body = h_sink_body;
+	ta->on_body_done = h_sink_body_done;
 	/* A bystander connection within this process. */
 	c = h_side_open_params("C", params, NULL);
 	struct tep tc;

@@ -370,26 +370,6 @@ static bool box_frame(struct tep *t, const uint8_t *head, size_t len)
 
 /* Child of the fork tests: registers 8 MiB, sends its key, then serves
  * (reading frames) until its peer goes, or floods frames if told. */
-static void *sink_body(struct tep *t, const uint8_t *head, size_t len,
-		       uint64_t body_len, struct iovec *dst, int *cnt)
-{
-	static uint8_t sink[256 * 1024];
-	(void)t;
-	(void)head;
-	(void)len;
-	CHECK(body_len <= sizeof sink);
-	dst[0] = (struct iovec){sink, body_len};
-	*cnt = 1;
-	return sink;
-}
-
-static bool sink_body_done(struct tep *t, void *cookie)
-{
-	(void)t;
-	(void)cookie;
-	return true;
-}
-
 static void child_serve(struct side *a, bool flood, int ready_fd)
 {
 	struct tep tb;
@@ -403,8 +383,8 @@ static void child_serve(struct side *a, bool flood, int ready_fd)
 	tb.user = &box;
 	tb.on_frame = box_frame;
 	/* The parent's flood (heads of zeros) is sunk, not checked. */
-	tb.on_body = sink_body;
-	tb.on_body_done = sink_body_done;
+	tb.on_body = h_sink_body;
+	tb.on_body_done = h_sink_body_done;
 	tb.on_send_done = ignore_send_done;
 	CHECK(ops->connect(b->drv, NULL, a->blob, a->blob_len, &tb,
 			   &tb.ep) == 0);
@@ -444,8 +424,8 @@ static struct tep *accept_child(struct side *a, struct box *box,
 	memset(box, 0, sizeof *box);
 	ta->user = box;
 	ta->on_frame = box_frame;
-	ta->on_body = sink_body; /* the child's flood */
-	ta->on_body_done = sink_body_done;
+	ta->on_body = h_sink_body; /* the child's flood */
+	ta->on_body_done = h_sink_body_done;
 	WAIT_FOR(box->n == 1 || ta->errors, 30);
 	CHECK(!ta->errors && box->len == sizeof *m);
 	memcpy(m, box->buf, sizeof *m);
@@ -642,8 +622,8 @@ static int test_close_pending(void)
 	h_close(&tb);
 	for (int i = 0; i < 5; i++)
 		free(heads[i]);
-	ta->on_body = sink_body;
-	ta->on_body_done = sink_body_done;
+	ta->on_body = h_sink_body;
+	ta->on_body_done = h_sink_body_done;
 	WAIT_FOR(ta->errors, 10);
 	CHECK(ta->error_status == MRAIL_ERR_PEER_CLOSED);
 	h_close(ta);

@@ -25,20 +25,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(c, ...)                                                    \
-	do {                                                             \
-		if (!(c)) {                                              \
-			fprintf(stderr, "[%s] %s:%d: ", role, __FILE__,  \
-				__LINE__);                               \
-			fprintf(stderr, __VA_ARGS__);                    \
-			fprintf(stderr, "\n");                           \
-			exit(1);                                         \
-		}                                                        \
-	} while (0)
+#include "pair.h"
+
 
 #define NMSG 20
 
-static const char *role = "?";
 static struct fid_fabric *fab;
 static struct fid_domain *dom;
 static struct fid_ep *ep;
@@ -46,25 +37,12 @@ static struct fid_av *av;
 static struct fid_cq *cq;
 static struct fid_cntr *tx_cntr, *rx_cntr;
 static fi_addr_t peer;
-static int sock;
-
-static void sync_peer(void)
-{
-	char c = 1;
-	CHECK(write(sock, &c, 1) == 1 && read(sock, &c, 1) == 1, "sync");
-}
 
 static void open_all(void)
 {
-	struct fi_info *hints = fi_allocinfo(), *info;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED | FI_MSG;
-	hints->fabric_attr->prov_name = strdup("mrail");
-	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info) == 0,
-	      "fi_getinfo (FI_PROVIDER_PATH?)");
+	struct fi_info *info =
+		pair_open_domain(FI_TAGGED | FI_MSG, FI_AV_TABLE, &fab, &dom);
 	CHECK(info->domain_attr->cntr_cnt > 0, "cntr_cnt 0 in fi_info");
-	CHECK(fi_fabric(info->fabric_attr, &fab, NULL) == 0, "fabric");
-	CHECK(fi_domain(fab, info, &dom, NULL) == 0, "domain");
 	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_TAGGED,
 				 .wait_obj = FI_WAIT_NONE };
 	CHECK(fi_cq_open(dom, &ca, &cq, NULL) == 0, "cq");
@@ -97,15 +75,9 @@ static void open_all(void)
 	      "bind tx cntr");
 	CHECK(fi_ep_bind(ep, &rx_cntr->fid, FI_RECV) == 0, "bind rx cntr");
 	CHECK(fi_enable(ep) == 0, "enable");
-	fi_freeinfo(hints);
 	fi_freeinfo(info);
 
-	char me[FI_NAME_MAX], other[FI_NAME_MAX];
-	size_t len = sizeof me;
-	CHECK(fi_getname(&ep->fid, me, &len) == 0, "getname");
-	CHECK(write(sock, me, len) == (ssize_t)len &&
-	      read(sock, other, len) == (ssize_t)len, "name exchange");
-	CHECK(fi_av_insert(av, other, 1, &peer, 0, NULL) == 1, "insert");
+	peer = pair_exchange_names(ep, av);
 }
 
 static void close_all(void)
@@ -214,31 +186,6 @@ static void receiver(void)
 
 int main(void)
 {
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-		return 1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		role = "receiver";
-		sock = sv[1];
-		close(sv[0]);
-		open_all();
-		receiver();
-		close_all();
-		return 0;
-	}
-	role = "sender";
-	sock = sv[0];
-	close(sv[1]);
-	open_all();
-	sender();
-	close_all();
-	int st;
-	waitpid(pid, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		fprintf(stderr, "receiver failed\n");
-		return 1;
-	}
-	printf("provider counters: OK\n");
-	return 0;
+	return pair_run(open_all, close_all, sender, receiver,
+			"provider counters: OK");
 }

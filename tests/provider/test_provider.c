@@ -25,18 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(c, ...)                                                    \
-	do {                                                             \
-		if (!(c)) {                                              \
-			fprintf(stderr, "[%s] %s:%d: ", role, __FILE__,  \
-				__LINE__);                               \
-			fprintf(stderr, __VA_ARGS__);                    \
-			fprintf(stderr, "\n");                           \
-			exit(1);                                         \
-		}                                                        \
-	} while (0)
+#include "pair.h"
 
-static const char *role = "?";
+
 static struct fid_fabric *fab;
 static struct fid_domain *dom;
 static struct fid_ep *ep;
@@ -44,13 +35,6 @@ static struct fid_av *av;
 static struct fid_cq *cq;
 static enum fi_cq_format fmt;
 static fi_addr_t peer;
-static int sock;
-
-static void sync_peer(void)
-{
-	char c = 1;
-	CHECK(write(sock, &c, 1) == 1 && read(sock, &c, 1) == 1, "sync");
-}
 
 /* One completion (tagged view of whatever format) or an error entry. */
 static int wait_comp(struct fi_cq_tagged_entry *e, fi_addr_t *src,
@@ -94,27 +78,15 @@ static int wait_comp(struct fi_cq_tagged_entry *e, fi_addr_t *src,
 
 static void open_all(enum fi_av_type avt)
 {
-	struct fi_info *hints = fi_allocinfo(), *info;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_SOURCE |
-		      FI_MULTI_RECV;
-	hints->fabric_attr->prov_name = strdup("mrail");
-	hints->domain_attr->av_type = avt;
-	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info) == 0,
-	      "fi_getinfo (FI_PROVIDER_PATH?)");
-	CHECK(!strcmp(info->fabric_attr->prov_name, "mrail"), "provider %s",
-	      info->fabric_attr->prov_name);
-	CHECK(fi_fabric(info->fabric_attr, &fab, NULL) == 0, "fabric");
-	CHECK(fi_domain(fab, info, &dom, NULL) == 0, "domain");
+	struct fi_info *info = pair_open_domain(
+		FI_TAGGED | FI_MSG | FI_DIRECTED_RECV | FI_SOURCE |
+			FI_MULTI_RECV,
+		avt, &fab, &dom);
 	struct fi_cq_attr ca = { .format = fmt, .wait_obj = FI_WAIT_NONE };
 	CHECK(fi_cq_open(dom, &ca, &cq, NULL) == 0, "cq");
 	struct fi_av_attr aa = { .type = avt };
 	CHECK(fi_av_open(dom, &aa, &av, NULL) == 0, "av");
-	CHECK(fi_endpoint(dom, info, &ep, NULL) == 0, "endpoint");
-	CHECK(fi_ep_bind(ep, &av->fid, 0) == 0, "bind av");
-	CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq");
-	CHECK(fi_enable(ep) == 0, "enable");
-	fi_freeinfo(hints);
+	ep = pair_open_ep(dom, info, av, cq);
 	fi_freeinfo(info);
 
 	char me[FI_NAME_MAX], other[FI_NAME_MAX];
@@ -145,11 +117,7 @@ static void open_all(enum fi_av_type avt)
 
 static void close_all(void)
 {
-	CHECK(fi_close(&ep->fid) == 0, "close ep");
-	CHECK(fi_close(&av->fid) == 0, "close av");
-	CHECK(fi_close(&cq->fid) == 0, "close cq");
-	CHECK(fi_close(&dom->fid) == 0, "close domain");
-	CHECK(fi_close(&fab->fid) == 0, "close fabric");
+	pair_close(ep, av, cq, dom, fab);
 }
 
 /* FI_MULTI_RECV: untagged messages of these lengths, each filled with
@@ -413,6 +381,13 @@ static void receiver(void)
 		multi_recv();
 }
 
+static enum fi_av_type avt_chosen;
+
+static void open_chosen(void)
+{
+	open_all(avt_chosen);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -426,31 +401,8 @@ int main(int argc, char **argv)
 	      : !strcmp(f, "msg")   ? FI_CQ_FORMAT_MSG
 	      : !strcmp(f, "data")  ? FI_CQ_FORMAT_DATA
 				    : FI_CQ_FORMAT_TAGGED;
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-		return 1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		role = "receiver";
-		sock = sv[1];
-		close(sv[0]); /* a side that fails ends the other's sync */
-		open_all(avt);
-		receiver();
-		close_all();
-		return 0;
-	}
-	role = "sender";
-	sock = sv[0];
-	close(sv[1]);
-	open_all(avt);
-	sender();
-	close_all();
-	int st;
-	waitpid(pid, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		fprintf(stderr, "receiver failed\n");
-		return 1;
-	}
-	printf("provider test %s %s: OK\n", argv[1], argv[2]);
-	return 0;
+	avt_chosen = avt;
+	char ok[64];
+	snprintf(ok, sizeof ok, "provider test %s %s: OK", argv[1], argv[2]);
+	return pair_run(open_chosen, close_all, sender, receiver, ok);
 }

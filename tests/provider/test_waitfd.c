@@ -26,27 +26,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(c, ...)                                                    \
-	do {                                                             \
-		if (!(c)) {                                              \
-			fprintf(stderr, "[%s] %s:%d: ", role, __FILE__,  \
-				__LINE__);                               \
-			fprintf(stderr, __VA_ARGS__);                    \
-			fprintf(stderr, "\n");                           \
-			exit(1);                                         \
-		}                                                        \
-	} while (0)
+#include "pair.h"
+
 
 enum { BIG = 1 << 20, DELAY_MS = 300 };
 
-static const char *role = "?";
 static struct fid_fabric *fab;
 static struct fid_domain *dom;
 static struct fid_ep *ep;
 static struct fid_av *av;
 static struct fid_cq *cq;
 static fi_addr_t peer;
-static int sock;
 
 static double now_s(void)
 {
@@ -55,22 +45,10 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static void sync_peer(void)
-{
-	char c = 1;
-	CHECK(write(sock, &c, 1) == 1 && read(sock, &c, 1) == 1, "sync");
-}
-
 static void open_all(void)
 {
-	struct fi_info *hints = fi_allocinfo(), *info;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_TAGGED | FI_MSG;
-	hints->fabric_attr->prov_name = strdup("mrail");
-	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &info) == 0,
-	      "fi_getinfo (FI_PROVIDER_PATH?)");
-	CHECK(fi_fabric(info->fabric_attr, &fab, NULL) == 0, "fabric");
-	CHECK(fi_domain(fab, info, &dom, NULL) == 0, "domain");
+	struct fi_info *info =
+		pair_open_domain(FI_TAGGED | FI_MSG, FI_AV_TABLE, &fab, &dom);
 	struct fi_cq_attr bad = {.format = FI_CQ_FORMAT_TAGGED,
 				 .wait_obj = FI_WAIT_SET};
 	CHECK(fi_cq_open(dom, &bad, &cq, NULL) == -FI_ENOSYS,
@@ -80,27 +58,14 @@ static void open_all(void)
 	CHECK(fi_cq_open(dom, &ca, &cq, NULL) == 0, "cq with FI_WAIT_FD");
 	struct fi_av_attr aa = {.type = FI_AV_TABLE};
 	CHECK(fi_av_open(dom, &aa, &av, NULL) == 0, "av");
-	CHECK(fi_endpoint(dom, info, &ep, NULL) == 0, "endpoint");
-	CHECK(fi_ep_bind(ep, &av->fid, 0) == 0, "bind av");
-	CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV) == 0, "bind cq");
-	CHECK(fi_enable(ep) == 0, "enable");
-	fi_freeinfo(hints);
+	ep = pair_open_ep(dom, info, av, cq);
 	fi_freeinfo(info);
-	char me[FI_NAME_MAX], other[FI_NAME_MAX];
-	size_t len = sizeof me;
-	CHECK(fi_getname(&ep->fid, me, &len) == 0, "getname");
-	CHECK(write(sock, me, len) == (ssize_t)len &&
-	      read(sock, other, len) == (ssize_t)len, "name exchange");
-	CHECK(fi_av_insert(av, other, 1, &peer, 0, NULL) == 1, "insert");
+	peer = pair_exchange_names(ep, av);
 }
 
 static void close_all(void)
 {
-	CHECK(fi_close(&ep->fid) == 0, "close ep");
-	CHECK(fi_close(&av->fid) == 0, "close av");
-	CHECK(fi_close(&cq->fid) == 0, "close cq");
-	CHECK(fi_close(&dom->fid) == 0, "close domain");
-	CHECK(fi_close(&fab->fid) == 0, "close fabric");
+	pair_close(ep, av, cq, dom, fab);
 }
 
 /* One completion, reading the CQ only when its descriptor wakes. */
@@ -188,31 +153,6 @@ static void receiver(void)
 
 int main(void)
 {
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
-		return 1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		role = "receiver";
-		sock = sv[1];
-		close(sv[0]);
-		open_all();
-		receiver();
-		close_all();
-		return 0;
-	}
-	role = "sender";
-	sock = sv[0];
-	close(sv[1]);
-	open_all();
-	sender();
-	close_all();
-	int st;
-	waitpid(pid, &st, 0);
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		fprintf(stderr, "receiver failed\n");
-		return 1;
-	}
-	printf("provider test wait-fd: OK\n");
-	return 0;
+	return pair_run(open_all, close_all, sender, receiver,
+			"provider test wait-fd: OK");
 }
