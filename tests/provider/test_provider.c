@@ -265,7 +265,7 @@ static void receiver(void)
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 	char buf[64];
-	fi_addr_t src;
+	fi_addr_t src = FI_ADDR_NOTAVAIL;
 	struct fi_context ctx[8];
 
 	/* 1: exact tag, FI_SOURCE. */
