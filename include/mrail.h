@@ -414,7 +414,8 @@ MRAIL_API int mrail_imrecvv(mrail_engine_t *engine, const struct iovec *iov,
 typedef void (*mrail_request_cb_t)(mrail_request_t *req,
 				   const mrail_status_t *status, void *ctx);
 
-#define MRAIL_REQ_ARGS_VERSION 1
+/* 2 added `data` (MRAIL_REQ_DATA); version 1 structs are still taken. */
+#define MRAIL_REQ_ARGS_VERSION 2
 
 enum mrail_req_flags {
 	/* Send: complete only once the receiver matched the message
@@ -423,6 +424,10 @@ enum mrail_req_flags {
 	/* With a callback: keep the request after it; collect it with
 	 * test/wait. */
 	MRAIL_REQ_KEEP = 1u << 1,
+	/* Send (args version >= 2): carry `data`, 64 bits the receiver
+	 * reads with mrail_request_data() or a probe's *_data call, outside
+	 * the payload (libfabric's remote CQ data). Invalid for receives. */
+	MRAIL_REQ_DATA = 1u << 2,
 };
 
 /*
@@ -446,9 +451,10 @@ struct mrail_req_args {
 	 * array is copied (allocated if iovcnt > 1). */
 	const struct iovec *iov;
 	int iovcnt;
+	uint64_t data;              /* v2: sent with MRAIL_REQ_DATA */
 };
 #define MRAIL_REQ_ARGS_INIT                                                \
-	{ MRAIL_REQ_ARGS_VERSION, 0, NULL, NULL, NULL, NULL, 0 }
+	{ MRAIL_REQ_ARGS_VERSION, 0, NULL, NULL, NULL, NULL, 0, 0 }
 
 /* Bytes of request storage for mrail_req_args.storage. */
 MRAIL_API size_t mrail_request_size(void);
@@ -470,6 +476,27 @@ MRAIL_API int mrail_imrecv_x(mrail_engine_t *engine, void *buf, size_t len,
 MRAIL_API int mrail_issend(mrail_engine_t *engine, mrail_peer_t dest,
 			   const void *buf, size_t len, uint64_t tag,
 			   mrail_request_t **req);
+
+/*
+ * Remote data of a receive: 1 and *data if the matched message was sent
+ * with MRAIL_REQ_DATA, else 0 (also for sends and receives not yet
+ * matched). Valid while the request is: in its callback, or until
+ * test/wait hands back a MRAIL_REQ_KEEP request.
+ */
+MRAIL_API int mrail_request_data(const mrail_request_t *req, uint64_t *data);
+
+/* The same for a message handle from mrail_improbe (before its imrecv). */
+MRAIL_API int mrail_message_data(const mrail_message_t *msg, uint64_t *data);
+
+/*
+ * mrail_iprobe that also reports the message's remote data: *has_data 1
+ * and *data when it carries some (both may be NULL; untouched when
+ * nothing is found).
+ */
+MRAIL_API int mrail_iprobe_data(mrail_engine_t *engine, mrail_peer_t src,
+				uint64_t tag, uint64_t mask, int *flag,
+				mrail_status_t *status, int *has_data,
+				uint64_t *data);
 
 /*
  * Attach a callback to a request posted without one (at most once). If the

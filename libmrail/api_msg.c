@@ -116,7 +116,7 @@ MRAIL_API int mrail_irecv_x(mrail_engine_t *e, mrail_peer_t src, void *buf,
 
 static int probe_common(struct mrail_engine *e, mrail_peer_t src, uint64_t tag,
 			uint64_t mask, int *flag, mrail_message_t **msg,
-			mrail_status_t *st)
+			mrail_status_t *st, int *has_data, uint64_t *data)
 {
 	if (!e || !flag)
 		return MRAIL_ERR_INVALID;
@@ -124,7 +124,7 @@ static int probe_common(struct mrail_engine *e, mrail_peer_t src, uint64_t tag,
 	if (msg)
 		*msg = NULL;
 	engine_lock(e);
-	int rc = probe_run(e, src, tag, mask, flag, msg, st);
+	int rc = probe_run(e, src, tag, mask, flag, msg, st, has_data, data);
 	engine_unlock(e);
 	return rc;
 }
@@ -132,7 +132,16 @@ static int probe_common(struct mrail_engine *e, mrail_peer_t src, uint64_t tag,
 MRAIL_API int mrail_iprobe(mrail_engine_t *e, mrail_peer_t src, uint64_t tag,
 			   uint64_t mask, int *flag, mrail_status_t *st)
 {
-	return probe_common(e, src, tag, mask, flag, NULL, st);
+	return probe_common(e, src, tag, mask, flag, NULL, st, NULL, NULL);
+}
+
+MRAIL_API int mrail_iprobe_data(mrail_engine_t *e, mrail_peer_t src,
+				uint64_t tag, uint64_t mask, int *flag,
+				mrail_status_t *st, int *has_data,
+				uint64_t *data)
+{
+	return probe_common(e, src, tag, mask, flag, NULL, st, has_data,
+			    data);
 }
 
 MRAIL_API int mrail_improbe(mrail_engine_t *e, mrail_peer_t src, uint64_t tag,
@@ -141,7 +150,7 @@ MRAIL_API int mrail_improbe(mrail_engine_t *e, mrail_peer_t src, uint64_t tag,
 {
 	if (!msg)
 		return MRAIL_ERR_INVALID;
-	return probe_common(e, src, tag, mask, flag, msg, st);
+	return probe_common(e, src, tag, mask, flag, msg, st, NULL, NULL);
 }
 
 static int imrecv_common(struct mrail_engine *e, const struct iovec *iov,
@@ -184,4 +193,27 @@ MRAIL_API int mrail_imrecv_x(mrail_engine_t *e, void *buf, size_t len,
 	if (request_args_check(args, 0, &iov, &iovcnt, buf, len))
 		return MRAIL_ERR_INVALID;
 	return imrecv_common(e, iov, iovcnt, buf, len, msg, args, req);
+}
+
+/* Read without the engine lock: a matched message and a completed request
+ * are no longer touched by the engine (improbe took the message off every
+ * list; a request's data is final before its completion is seen). */
+MRAIL_API int mrail_message_data(const mrail_message_t *msg, uint64_t *data)
+{
+	const struct unexpected *u = (const struct unexpected *)msg;
+	if (!u || !u->has_imm)
+		return 0;
+	if (data)
+		*data = u->imm;
+	return 1;
+}
+
+MRAIL_API int mrail_request_data(const mrail_request_t *req, uint64_t *data)
+{
+	const struct mrail_request *r = req;
+	if (!r || r->kind != REQ_RECV || !(r->flags & REQF_DATA))
+		return 0;
+	if (data)
+		*data = r->data;
+	return 1;
 }

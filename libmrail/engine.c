@@ -331,7 +331,8 @@ int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 		return rc;
 	if (e->cfg.eager_max > e->max_head / 2)
 		e->cfg.eager_max = e->max_head / 2;
-	e->packet_cap = mrail_wire_eager_size(e->cfg.eager_max) +
+	e->packet_cap = sizeof(struct mrail_wire_imm) +
+			mrail_wire_eager_size(e->cfg.eager_max) +
 			sizeof(struct mrail_wire_pkt_hdr);
 	if (e->packet_cap < 65536)
 		e->packet_cap = 65536;

@@ -28,7 +28,7 @@ static struct unexpected *probe_find(struct mrail_engine *e, mrail_peer_t src,
 
 int probe_run(struct mrail_engine *e, mrail_peer_t src, uint64_t tag,
 	      uint64_t mask, int *flag, mrail_message_t **msg,
-	      mrail_status_t *st)
+	      mrail_status_t *st, int *has_data, uint64_t *data)
 {
 	ENGINE_ASSERT_LOCKED(e);
 	if (src != MRAIL_ANY_PEER && !gate_get(e, src))
@@ -44,6 +44,10 @@ int probe_run(struct mrail_engine *e, mrail_peer_t src, uint64_t tag,
 		st->length = u->len;
 		st->error = MRAIL_OK;
 	}
+	if (has_data)
+		*has_data = u->has_imm;
+	if (data && u->has_imm)
+		*data = u->imm;
 	if (msg) {
 		mrail_list_remove(&u->link);
 		mrail_list_append(&e->probed, &u->link);

@@ -43,10 +43,20 @@ void recv_deliver_eager(struct mrail_engine *e, struct mrail_request *r,
 	request_complete(e, r, len > r->len ? MRAIL_ERR_TRUNCATE : MRAIL_OK);
 }
 
+static void recv_set_data(struct mrail_request *r, int has_data,
+			  uint64_t data)
+{
+	if (has_data) {
+		r->flags |= REQF_DATA;
+		r->data = data;
+	}
+}
+
 /* Receive r (off every list) takes message u (off every list); frees u. */
 void recv_take(struct mrail_engine *e, struct mrail_request *r,
 	       struct unexpected *u)
 {
+	recv_set_data(r, u->has_imm, u->imm);
 	switch (u->kind) {
 	case UNEXP_SELF:
 		self_match(e, r, u);
@@ -137,6 +147,8 @@ static struct unexpected *unexpected_new(struct mrail_engine *e,
 	u->gate = g;
 	u->rma = rma;
 	u->self_send = NULL;
+	u->has_imm = rec->has_data;
+	u->imm = rec->data;
 	mrail_list_init(&u->link);
 	return u;
 }
@@ -150,6 +162,7 @@ static int deliver_eager_now(struct mrail_engine *e, struct gate *g,
 	if (!r)
 		return 0;
 	mrail_list_remove(&r->link);
+	recv_set_data(r, rec->has_data, rec->data);
 	recv_deliver_eager(e, r, g, tag, rec->payload, rec->payload_len);
 	if (rec->type == MRAIL_WIRE_EAGER_SYNC && rec->u.eager_sync.send_id)
 		sync_ack_send(e, g, rec->u.eager_sync.send_id);
@@ -321,6 +334,9 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 	struct mrail_wire_rec rec;
 	const char *why = NULL;
 	int rc = MRAIL_OK, counted = 0;
+	/* An IMM record waits for the message record right after it. */
+	int imm_pending = 0;
+	uint64_t imm = 0;
 	size_t off = mrail_wire_check_pkt_hdr(head, len, &why);
 
 	r->stats.rx_packets++;
@@ -333,8 +349,13 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 	       g->state != GATE_FAILED) {
 		int more = mrail_wire_next(head, len, &off,
 					   MRAIL_EAGER_MAX_LIMIT, &rec, &why);
-		if (more == 0)
+		if (more == 0) {
+			if (imm_pending) {
+				why = "IMM record at the end of a packet";
+				rc = MRAIL_ERR_PROTO;
+			}
 			break;
+		}
 		if (more < 0) {
 			rc = MRAIL_ERR_PROTO;
 			break;
@@ -344,7 +365,23 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 			rc = MRAIL_ERR_PROTO;
 			break;
 		}
+		if (imm_pending) {
+			if (rec.type != MRAIL_WIRE_EAGER &&
+			    rec.type != MRAIL_WIRE_EAGER_SYNC &&
+			    rec.type != MRAIL_WIRE_RTS) {
+				why = "IMM record not followed by its message";
+				rc = MRAIL_ERR_PROTO;
+				break;
+			}
+			rec.has_data = 1;
+			rec.data = imm;
+			imm_pending = 0;
+		}
 		switch (rec.type) {
+		case MRAIL_WIRE_IMM:
+			imm_pending = 1;
+			imm = rec.u.imm.data;
+			break;
 		case MRAIL_WIRE_EAGER:
 		case MRAIL_WIRE_EAGER_SYNC:
 			r->stats.rx_bytes += rec.payload_len;

@@ -28,6 +28,8 @@ struct unexpected {
 	uint64_t seq;             /* for the out-of-order list */
 	uint64_t tag;
 	uint64_t len;             /* message length */
+	int has_imm;              /* the sender attached remote data */
+	uint64_t imm;             /* (MRAIL_REQ_DATA) */
 	uint64_t send_id;         /* RTS; EAGER: sender's id if it waits for
 	                             a SYNC_ACK (synchronous send), else 0 */
 	struct rdv_rma *rma;      /* RTS: the sender's keys, or NULL */
@@ -63,10 +65,11 @@ void recv_take(struct mrail_engine *e, struct mrail_request *r,
 	       struct unexpected *u);
 
 /* probe.c */
-/* Progress, then look for a match; *flag = 1 if found (msg: take it). */
+/* Progress, then look for a match; *flag = 1 if found (msg: take it;
+ * has_data/data, may be NULL: its remote data). */
 int probe_run(struct mrail_engine *e, mrail_peer_t src, uint64_t tag,
 	      uint64_t mask, int *flag, mrail_message_t **msg,
-	      mrail_status_t *st);
+	      mrail_status_t *st, int *has_data, uint64_t *data);
 /* Receive a message improbe took; MRAIL_ERR_INVALID if msg is not one. */
 int probe_imrecv(struct mrail_engine *e, const struct iovec *iov, int iovcnt,
 		 void *buf, size_t len, mrail_message_t *msg,

@@ -56,6 +56,8 @@ struct mrail_request *request_new_x(struct mrail_engine *e,
 	request_init(e, r, kind);
 	if (args) {
 		r->flags = args->flags;
+		if (args->flags & MRAIL_REQ_DATA)
+			r->data = args->data;
 		r->cb = args->cb;
 		r->cb_ctx = args->cb_ctx;
 		if (args->storage)
@@ -87,9 +89,12 @@ int request_args_check(const struct mrail_req_args *a, int is_send,
 	if (!a)
 		return buffer_args_valid(NULL, 0, buf, len) ? MRAIL_OK
 							    : MRAIL_ERR_INVALID;
-	if (a->version != MRAIL_REQ_ARGS_VERSION ||
-	    (a->flags & ~(unsigned)(MRAIL_REQ_SYNC | MRAIL_REQ_KEEP)) ||
-	    (!is_send && (a->flags & MRAIL_REQ_SYNC)) ||
+	/* Version 1 ends before `data`: MRAIL_REQ_DATA needs 2. */
+	unsigned known = MRAIL_REQ_SYNC | MRAIL_REQ_KEEP |
+			 (a->version >= 2 ? MRAIL_REQ_DATA : 0);
+	if (a->version < 1 || a->version > MRAIL_REQ_ARGS_VERSION ||
+	    (a->flags & ~known) ||
+	    (!is_send && (a->flags & (MRAIL_REQ_SYNC | MRAIL_REQ_DATA))) ||
 	    ((uintptr_t)a->storage % _Alignof(max_align_t)))
 		return MRAIL_ERR_INVALID;
 	if (a->iov || a->iovcnt) {

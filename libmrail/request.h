@@ -35,6 +35,8 @@ enum req_phase {
 /* Request flags (public MRAIL_REQ_* in the low bits). */
 #define REQF_SYNC MRAIL_REQ_SYNC
 #define REQF_KEEP MRAIL_REQ_KEEP
+/* Send: carries `data`; receive: the matched message carried `data`. */
+#define REQF_DATA MRAIL_REQ_DATA
 #define REQF_STORAGE (1u << 8) /* caller's memory: never free()d */
 #define REQF_DETACHED (1u << 9) /* engine's copy of a completed send */
 /* Memory a detached copy holds: its request and its payload. Counted
@@ -70,6 +72,7 @@ struct mrail_request {
 	                           matched (NULL while posted from any) */
 	mrail_peer_t peer;      /* as posted (recv: may be MRAIL_ANY_PEER) */
 	uint64_t tag, mask;
+	uint64_t data;          /* REQF_DATA: remote data sent or received */
 	struct iovec *iov;
 	int iovcnt;
 	struct iovec iov1;      /* storage for contiguous buffers */

@@ -22,6 +22,9 @@ int self_send(struct mrail_engine *e, struct gate *g, struct mrail_request *r)
 	u->len = r->len;
 	u->send_id = 0;
 	u->self_send = NULL;
+	u->rma = NULL;
+	u->has_imm = !!(r->flags & REQF_DATA);
+	u->imm = r->data;
 	r->status.length = r->len;
 	if (eager) {
 		u->kind = UNEXP_EAGER;

@@ -65,12 +65,22 @@ static size_t record_size_after(const struct mrail_engine *e,
 				const struct mrail_request *r, uint64_t spent)
 {
 	int eager = is_eager_after(g, r, spent);
+	size_t imm = (r->flags & REQF_DATA) ? sizeof(struct mrail_wire_imm)
+					    : 0;
 	if (eager && (r->flags & REQF_SYNC))
-		return mrail_wire_eager_sync_size(r->len);
-	return eager ? mrail_wire_eager_size(r->len)
-		     : sizeof(struct mrail_wire_rts) +
-			       mrail_wire_busy_size(busy_entries(g)) +
-			       (r->iovcnt == 1 ? rma_rts_room(e, g) : 0);
+		return imm + mrail_wire_eager_sync_size(r->len);
+	return imm + (eager ? mrail_wire_eager_size(r->len)
+			    : sizeof(struct mrail_wire_rts) +
+				      mrail_wire_busy_size(busy_entries(g)) +
+				      (r->iovcnt == 1 ? rma_rts_room(e, g)
+						      : 0));
+}
+
+/* Remote data goes right before its message record. */
+static void put_imm(struct send_op *op, const struct mrail_request *r)
+{
+	if (r->flags & REQF_DATA)
+		op->len += mrail_wire_put_imm(op->buf + op->len, r->data);
 }
 
 static size_t record_size(const struct mrail_engine *e, const struct gate *g,
@@ -84,9 +94,10 @@ static size_t record_size(const struct mrail_engine *e, const struct gate *g,
 static int pack_sync(struct mrail_engine *e, struct gate *g, struct rail *rail,
 		     struct send_op *op, struct mrail_request *r)
 {
-	uint8_t *at = op->buf + op->len;
 	if (!handle_assign(e, r))
 		return MRAIL_ERR_NOMEM;
+	put_imm(op, r);
+	uint8_t *at = op->buf + op->len;
 	credit_spend(g, r->len);
 	mrail_wire_put_eager_sync(at, r->seq, r->tag, r->id, r->len);
 	mrail_iov_to_buf(at + sizeof(struct mrail_wire_eager_sync), r->iov,
@@ -101,13 +112,15 @@ static int pack_sync(struct mrail_engine *e, struct gate *g, struct rail *rail,
 static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
 		    struct send_op *op, struct mrail_request *r)
 {
-	uint8_t *at = op->buf + op->len;
+	uint8_t *at;
 
 	mrail_list_remove(&r->link);
 	rail->stats.tx_msgs++;
 	if (is_eager(g, r) && (r->flags & REQF_SYNC))
 		return pack_sync(e, g, rail, op, r);
 	if (is_eager(g, r)) {
+		put_imm(op, r);
+		at = op->buf + op->len;
 		credit_spend(g, r->len);
 		mrail_wire_put_eager(at, r->seq, r->tag, r->len);
 		mrail_iov_to_buf(at + sizeof(struct mrail_wire_eager), r->iov,
@@ -127,6 +140,7 @@ static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
 	int rc = rma_put_send_keys(e, g, r, op);
 	if (rc)
 		return rc;
+	put_imm(op, r);
 	at = op->buf + op->len;
 	op->len += mrail_wire_put_rts(at, r->seq, r->tag, r->len, r->id);
 	busy_tx_reserve(g, r->len);
@@ -287,7 +301,8 @@ static void gate_schedule_mode(struct mrail_engine *e, struct gate *g,
 			mrail_list_first(&g->sendq, struct mrail_request, link);
 		uint64_t head_len = head->len;
 		if (e->offload && is_eager(g, head) &&
-		    !(head->flags & REQF_SYNC) && offload_try(e, g, head)) {
+		    !(head->flags & (REQF_SYNC | REQF_DATA)) &&
+		    offload_try(e, g, head)) {
 			credit_spend(g, head_len);
 			continue;
 		}

@@ -25,6 +25,7 @@ _Static_assert(sizeof(struct mrail_wire_rail_down) == 24,
 	       "rail_down record size");
 _Static_assert(sizeof(struct mrail_wire_rdv_done) == 24,
 	       "rdv_done record size");
+_Static_assert(sizeof(struct mrail_wire_imm) == 16, "imm record size");
 
 size_t mrail_wire_put_pkt_hdr(void *buf)
 {
@@ -86,6 +87,7 @@ static const size_t fixed_size[] = {
 	[MRAIL_WIRE_RAIL_DOWN] = sizeof(struct mrail_wire_rail_down),
 	[MRAIL_WIRE_RDV_DONE] = sizeof(struct mrail_wire_rdv_done),
 	[MRAIL_WIRE_CREDIT] = sizeof(struct mrail_wire_credit),
+	[MRAIL_WIRE_IMM] = sizeof(struct mrail_wire_imm),
 	[MRAIL_WIRE_TYPE_MAX - 1] = 0,
 };
 
@@ -124,6 +126,8 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 	rec->type = rh.type;
 	rec->payload = NULL;
 	rec->payload_len = 0;
+	rec->has_data = 0;
+	rec->data = 0;
 	memcpy(&rec->u, p, need);
 	if (rh.type == MRAIL_WIRE_EAGER_PART) {
 		const struct mrail_wire_eager_part *ep = &rec->u.part;
@@ -351,6 +355,16 @@ size_t mrail_wire_put_sync_ack(void *buf, uint64_t send_id)
 	memset(&r, 0, sizeof r);
 	put_rec_hdr(&r.h, MRAIL_WIRE_SYNC_ACK, 0);
 	r.send_id = send_id;
+	memcpy(buf, &r, sizeof r);
+	return sizeof r;
+}
+
+size_t mrail_wire_put_imm(void *buf, uint64_t data)
+{
+	struct mrail_wire_imm r;
+	memset(&r, 0, sizeof r);
+	put_rec_hdr(&r.h, MRAIL_WIRE_IMM, 0);
+	r.data = data;
 	memcpy(buf, &r, sizeof r);
 	return sizeof r;
 }

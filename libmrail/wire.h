@@ -1,5 +1,5 @@
 /*
- * The engine's wire format (version 5), carried in driver frame heads.
+ * The engine's wire format (version 6), carried in driver frame heads.
  * Documented in docs/wire.md; keep both in sync.
  *
  * A frame head is a packet: an 8-byte packet header, then records, each
@@ -17,7 +17,7 @@
 #include "util/auth.h"
 
 #define MRAIL_WIRE_MAGIC 0x50524d00u /* "\0MRP" read as little-endian u32 */
-#define MRAIL_WIRE_VERSION 5u
+#define MRAIL_WIRE_VERSION 6u
 
 enum mrail_wire_type {
 	MRAIL_WIRE_EAGER = 1,     /* a whole small message */
@@ -35,6 +35,7 @@ enum mrail_wire_type {
 	MRAIL_WIRE_ACK = 12,      /* packets of this rail processed so far */
 	MRAIL_WIRE_RAIL_DOWN = 13, /* a rail failed; what we took from it */
 	MRAIL_WIRE_RDV_DONE = 14, /* receiver has every byte of a rendezvous */
+	MRAIL_WIRE_IMM = 15,      /* remote data of the next message (v6) */
 	/* One-sided rendezvous (v3; types 16.. are RMA records). */
 	MRAIL_WIRE_RKEY = 16,     /* a registered buffer peers may reach */
 	MRAIL_WIRE_GET_FIN = 17,  /* receiver read payload by RDMA */
@@ -94,6 +95,13 @@ struct mrail_wire_eager_part {
 	uint64_t msg_len;
 	uint64_t offset;
 	/* payload, padded to 8 bytes */
+};
+
+/* v6: the 64-bit remote data (MRAIL_REQ_DATA) of the message record
+ * (EAGER, EAGER_SYNC or RTS) that follows it at once in the packet. */
+struct mrail_wire_imm {
+	struct mrail_wire_rec_hdr h;
+	uint64_t data;
 };
 
 struct mrail_wire_sync_ack {
@@ -228,10 +236,14 @@ struct mrail_wire_rec {
 		struct mrail_wire_rail_down rail_down;
 		struct mrail_wire_rdv_done rdv_done;
 		struct mrail_wire_credit credit;
+		struct mrail_wire_imm imm;
 	} u;
 	const void *payload; /* EAGER: the message; BUSY: the entries;
 	                        RKEY: the key */
 	size_t payload_len;
+	/* Message records: the IMM record before it (recv.c sets these). */
+	int has_data;
+	uint64_t data;
 };
 
 static inline size_t mrail_wire_pad8(size_t n)
@@ -279,6 +291,9 @@ static inline size_t mrail_wire_eager_sync_size(size_t len)
 	return sizeof(struct mrail_wire_eager_sync) + mrail_wire_pad8(len);
 }
 size_t mrail_wire_put_sync_ack(void *buf, uint64_t send_id);
+/* IMM (v6): sizeof(struct mrail_wire_imm) bytes, right before the
+ * message record it belongs to. */
+size_t mrail_wire_put_imm(void *buf, uint64_t data);
 /* EAGER_PART: mrail_wire_eager_part_size(len) bytes, payload by caller. */
 size_t mrail_wire_put_eager_part(void *buf, uint64_t seq, uint64_t tag,
 				 uint64_t msg_len, uint64_t offset, size_t len);

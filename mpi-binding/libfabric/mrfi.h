@@ -33,6 +33,9 @@
  * is documented in docs/provider.md. */
 #define MRFI_MSG_TAG (~(uint64_t)0)
 
+/* Bytes of remote CQ data carried (domain_attr.cq_data_size). */
+#define MRFI_CQ_DATA_SIZE 8
+
 extern struct fi_provider mrfi_prov;
 
 struct mrfi_fabric {

@@ -69,6 +69,10 @@ static int check_hints(uint32_t version, const struct fi_info *h)
 	if (h->rx_attr && (h->rx_attr->msg_order & ~(uint64_t)FI_ORDER_SAS))
 		REFUSE("receive order 0x%llx asked; only FI_ORDER_SAS\n",
 		       (unsigned long long)h->rx_attr->msg_order);
+	if (h->domain_attr &&
+	    h->domain_attr->cq_data_size > MRFI_CQ_DATA_SIZE)
+		REFUSE("cq_data_size %zu asked; at most %d\n",
+		       h->domain_attr->cq_data_size, MRFI_CQ_DATA_SIZE);
 	if (h->tx_attr && h->tx_attr->inject_size > MRFI_INJECT)
 		REFUSE("inject_size %zu asked; at most %d\n",
 		       h->tx_attr->inject_size, MRFI_INJECT);
@@ -88,13 +92,6 @@ static struct fi_info *build(uint32_t version, const struct fi_info *h)
 		if (!(caps & (FI_SEND | FI_RECV)))
 			caps |= FI_SEND | FI_RECV;
 	}
-	/* Hints asking for remote CQ data (which this provider lacks) come
-	 * from consumers that put the source into the tag when they get
-	 * cq_data_size 0, and then post receives with src_addr 0 meaning
-	 * "ignored" (Open MPI's ofi MTL, mode ofi_tag_1): for them leave
-	 * FI_DIRECTED_RECV out, so src_addr is ignored as they expect. */
-	if (h && h->domain_attr && h->domain_attr->cq_data_size > 0)
-		caps &= ~(uint64_t)FI_DIRECTED_RECV;
 	fi->caps = caps;
 	fi->mode = 0;
 	fi->addr_format = FI_FORMAT_UNSPEC;
@@ -147,11 +144,10 @@ static struct fi_info *build(uint32_t version, const struct fi_info *h)
 		d->mr_mode = (h && h->domain_attr && h->domain_attr->mr_mode)
 			? h->domain_attr->mr_mode : FI_MR_SCALABLE;
 	d->mr_key_size = sizeof(uint64_t);
-	/* No remote CQ data, whatever the hints ask: the engine carries
-	 * none, and a probe could not report it. Consumers that can do
-	 * without it read the 0 and adapt (Open MPI's ofi MTL then puts the
-	 * source rank into the tag: ofi_tag_1). */
-	d->cq_data_size = 0;
+	/* Remote CQ data: 64 bits beside the payload (the engine's
+	 * MRAIL_REQ_DATA, wire record IMM), reported by probes too. MPICH
+	 * needs it (>= 4 bytes) for its tagged path. */
+	d->cq_data_size = MRFI_CQ_DATA_SIZE;
 	d->cq_cnt = 256;
 	d->ep_cnt = 256;
 	d->tx_ctx_cnt = 256;

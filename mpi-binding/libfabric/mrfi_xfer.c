@@ -68,7 +68,6 @@ void mrfi_op_done(mrail_request_t *req, const mrail_status_t *st, void *ctx)
 {
 	struct mrfi_op *o = ctx;
 	struct mrfi_ep *ep = o->ep;
-	(void)req;
 	pthread_mutex_lock(&ep->lock);
 	op_unlink_locked(ep, o);
 	pthread_mutex_unlock(&ep->lock);
@@ -97,6 +96,8 @@ void mrfi_op_done(mrail_request_t *req, const mrail_status_t *st, void *ctx)
 		e.e.buf = o->discard ? NULL : o->buf;
 		e.e.tag = (o->flags & FI_TAGGED) ? st->tag : 0;
 		e.src = mrfi_ep_addr_of(ep, st->source);
+		if (mrail_request_data(req, &e.e.data))
+			e.e.flags |= FI_REMOTE_CQ_DATA;
 	}
 	if (err != MRAIL_OK) {
 		e.err = -mrfi_err(err);
@@ -126,7 +127,8 @@ static int peer_for(struct mrfi_ep *ep, fi_addr_t a, mrail_peer_t *p)
 
 static ssize_t post_send(struct mrfi_ep *ep, const struct iovec *iov,
 			 size_t count, fi_addr_t dest, uint64_t tag,
-			 void *context, uint64_t flags, int tagged, int silent)
+			 uint64_t data, void *context, uint64_t flags,
+			 int tagged, int silent)
 {
 	/* silent: fi_inject and fi_tinject, which generate no completion
 	 * (FI_INJECT on fi_sendmsg still does). */
@@ -160,6 +162,10 @@ static ssize_t post_send(struct mrfi_ep *ep, const struct iovec *iov,
 	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
 	a.cb = mrfi_op_done;
 	a.cb_ctx = o;
+	if (flags & FI_REMOTE_CQ_DATA) { /* rides beside the payload */
+		a.flags |= MRAIL_REQ_DATA;
+		a.data = data;
+	}
 	const void *buf = NULL;
 	size_t len = 0;
 	if (inject) {
@@ -195,7 +201,8 @@ static ssize_t post_send(struct mrfi_ep *ep, const struct iovec *iov,
 /* A probe's answer goes straight to the receive CQ: the message found
  * (FI_PEEK) or FI_ENOMSG. */
 static int peek_result(struct mrfi_ep *ep, void *context, uint64_t flags,
-		       int found, const mrail_status_t *st)
+		       int found, const mrail_status_t *st, int has_data,
+		       uint64_t data)
 {
 	struct mrfi_cqe e = { 0 };
 	e.e.op_context = context;
@@ -205,6 +212,10 @@ static int peek_result(struct mrfi_ep *ep, void *context, uint64_t flags,
 		e.e.len = st->length;
 		e.e.tag = (flags & FI_TAGGED) ? st->tag : 0;
 		e.src = mrfi_ep_addr_of(ep, st->source);
+		if (has_data) {
+			e.e.flags |= FI_REMOTE_CQ_DATA;
+			e.e.data = data;
+		}
 	} else {
 		e.err = FI_ENOMSG;
 		e.prov_errno = MRAIL_ERR_NOT_FOUND;
@@ -248,14 +259,18 @@ static ssize_t post_recv(struct mrfi_ep *ep, const struct iovec *iov,
 	int rc;
 
 	if (flags & FI_PEEK) {
-		int found = 0;
+		int found = 0, has_data = 0;
+		uint64_t data = 0;
 		mrail_status_t st;
-		if (flags & (FI_CLAIM | FI_DISCARD))
+		if (flags & (FI_CLAIM | FI_DISCARD)) {
 			rc = mrail_improbe(ep->engine, peer, etag, mask, &found,
 					   &msg, &st);
-		else
-			rc = mrail_iprobe(ep->engine, peer, etag, mask, &found,
-					  &st);
+			if (rc == MRAIL_OK && found)
+				has_data = mrail_message_data(msg, &data);
+		} else {
+			rc = mrail_iprobe_data(ep->engine, peer, etag, mask,
+					       &found, &st, &has_data, &data);
+		}
 		if (rc != MRAIL_OK)
 			return mrfi_err(rc);
 		if (!found || !(flags & FI_DISCARD)) {
@@ -263,7 +278,8 @@ static ssize_t post_recv(struct mrfi_ep *ep, const struct iovec *iov,
 			 * the fi_trecvmsg(FI_CLAIM) that takes it. */
 			if (found && (flags & FI_CLAIM))
 				fctx->internal[0] = msg;
-			return peek_result(ep, context, cflags, found, &st);
+			return peek_result(ep, context, cflags, found, &st,
+					   has_data, data);
 		}
 		/* FI_PEEK | FI_DISCARD: found, now dropped below. */
 	} else if (flags & FI_CLAIM) {
@@ -374,7 +390,7 @@ static ssize_t t_send(struct fid_ep *fep, const void *buf, size_t len,
 {
 	(void)desc;
 	struct iovec iov = { (void *)buf, len };
-	return post_send(EP(fep), &iov, 1, dest, tag, ctx, TXF(fep), 1, 0);
+	return post_send(EP(fep), &iov, 1, dest, tag, 0, ctx, TXF(fep), 1, 0);
 }
 
 static ssize_t t_sendv(struct fid_ep *fep, const struct iovec *iov,
@@ -382,23 +398,21 @@ static ssize_t t_sendv(struct fid_ep *fep, const struct iovec *iov,
 		       void *ctx)
 {
 	(void)desc;
-	return post_send(EP(fep), iov, count, dest, tag, ctx, TXF(fep), 1, 0);
+	return post_send(EP(fep), iov, count, dest, tag, 0, ctx, TXF(fep), 1, 0);
 }
 
 static ssize_t t_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *m,
 			 uint64_t flags)
 {
-	if (flags & FI_REMOTE_CQ_DATA)
-		return -FI_EINVAL; /* not offered (cq_data_size 0) */
 	return post_send(EP(fep), m->msg_iov, m->iov_count, m->addr, m->tag,
-			 m->context, flags, 1, 0);
+			 m->data, m->context, flags, 1, 0);
 }
 
 static ssize_t t_inject(struct fid_ep *fep, const void *buf, size_t len,
 			fi_addr_t dest, uint64_t tag)
 {
 	struct iovec iov = { (void *)buf, len };
-	return post_send(EP(fep), &iov, 1, dest, tag, NULL, FI_INJECT,
+	return post_send(EP(fep), &iov, 1, dest, tag, 0, NULL, FI_INJECT,
 			 1, 1);
 }
 
@@ -406,16 +420,18 @@ static ssize_t t_senddata(struct fid_ep *fep, const void *buf, size_t len,
 			  void *desc, uint64_t data, fi_addr_t dest,
 			  uint64_t tag, void *ctx)
 {
-	(void)fep; (void)buf; (void)len; (void)desc; (void)data; (void)dest;
-	(void)tag; (void)ctx;
-	return -FI_ENOSYS; /* remote CQ data is not offered */
+	(void)desc;
+	struct iovec iov = { (void *)buf, len };
+	return post_send(EP(fep), &iov, 1, dest, tag, data, ctx,
+			 TXF(fep) | FI_REMOTE_CQ_DATA, 1, 0);
 }
 
 static ssize_t t_injectdata(struct fid_ep *fep, const void *buf, size_t len,
 			    uint64_t data, fi_addr_t dest, uint64_t tag)
 {
-	(void)fep; (void)buf; (void)len; (void)data; (void)dest; (void)tag;
-	return -FI_ENOSYS;
+	struct iovec iov = { (void *)buf, len };
+	return post_send(EP(fep), &iov, 1, dest, tag, data, NULL,
+			 FI_INJECT | FI_REMOTE_CQ_DATA, 1, 1);
 }
 
 struct fi_ops_tagged mrfi_tagged_ops = {
@@ -460,46 +476,46 @@ static ssize_t m_send(struct fid_ep *fep, const void *buf, size_t len,
 {
 	(void)desc;
 	struct iovec iov = { (void *)buf, len };
-	return post_send(EP(fep), &iov, 1, dest, 0, ctx, TXF(fep), 0, 0);
+	return post_send(EP(fep), &iov, 1, dest, 0, 0, ctx, TXF(fep), 0, 0);
 }
 
 static ssize_t m_sendv(struct fid_ep *fep, const struct iovec *iov,
 		       void **desc, size_t count, fi_addr_t dest, void *ctx)
 {
 	(void)desc;
-	return post_send(EP(fep), iov, count, dest, 0, ctx, TXF(fep), 0, 0);
+	return post_send(EP(fep), iov, count, dest, 0, 0, ctx, TXF(fep), 0, 0);
 }
 
 static ssize_t m_sendmsg(struct fid_ep *fep, const struct fi_msg *m,
 			 uint64_t flags)
 {
-	if (flags & FI_REMOTE_CQ_DATA)
-		return -FI_EINVAL;
 	return post_send(EP(fep), m->msg_iov, m->iov_count, m->addr, 0,
-			 m->context, flags, 0, 0);
+			 m->data, m->context, flags, 0, 0);
 }
 
 static ssize_t m_inject(struct fid_ep *fep, const void *buf, size_t len,
 			fi_addr_t dest)
 {
 	struct iovec iov = { (void *)buf, len };
-	return post_send(EP(fep), &iov, 1, dest, 0, NULL, FI_INJECT,
+	return post_send(EP(fep), &iov, 1, dest, 0, 0, NULL, FI_INJECT,
 			 0, 1);
 }
 
 static ssize_t m_senddata(struct fid_ep *fep, const void *buf, size_t len,
 			  void *desc, uint64_t data, fi_addr_t dest, void *ctx)
 {
-	(void)fep; (void)buf; (void)len; (void)desc; (void)data; (void)dest;
-	(void)ctx;
-	return -FI_ENOSYS;
+	(void)desc;
+	struct iovec iov = { (void *)buf, len };
+	return post_send(EP(fep), &iov, 1, dest, 0, data, ctx,
+			 TXF(fep) | FI_REMOTE_CQ_DATA, 0, 0);
 }
 
 static ssize_t m_injectdata(struct fid_ep *fep, const void *buf, size_t len,
 			    uint64_t data, fi_addr_t dest)
 {
-	(void)fep; (void)buf; (void)len; (void)data; (void)dest;
-	return -FI_ENOSYS;
+	struct iovec iov = { (void *)buf, len };
+	return post_send(EP(fep), &iov, 1, dest, 0, data, NULL,
+			 FI_INJECT | FI_REMOTE_CQ_DATA, 0, 1);
 }
 
 struct fi_ops_msg mrfi_msg_ops = {

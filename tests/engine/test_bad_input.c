@@ -304,6 +304,24 @@ static void attack(void)
 	CHECK(closed_by_a(fd, 5));
 	close(fd);
 	free(ep);
+
+	/* 9-10. Remote data (IMM, wire v6) that belongs to no message: one
+	 * followed by a CREDIT record, one that ends its packet. */
+	for (int k = 0; k < 2; k++) {
+		uint8_t ip[8 + sizeof(struct mrail_wire_imm) +
+			   sizeof(struct mrail_wire_credit)];
+		size_t il = 8;
+		fd = authenticated_fake(UINT64_MAX - 4 - (uint64_t)k, &f);
+		mrail_wire_put_pkt_hdr(ip);
+		uint32_t pseq = 1;
+		memcpy(ip + 4, &pseq, sizeof pseq);
+		il += mrail_wire_put_imm(ip + il, 42);
+		if (k == 0)
+			il += mrail_wire_put_credit(ip + il, 4096);
+		send_frame(fd, ip, (uint32_t)il, 0, NULL);
+		CHECK(closed_by_a(fd, 5));
+		close(fd);
+	}
 }
 
 static int real_peer(mrail_engine_t *e, uint32_t rank, uint32_t n)
@@ -432,6 +450,8 @@ int main(void)
 		 log_has(log, "bad job key") &&
 		 log_has(log, "no valid HELLO in time") &&
 		 log_has(log, "eager message beyond the credit granted") &&
+		 log_has(log, "IMM record not followed by its message") &&
+		 log_has(log, "IMM record at the end of a packet") &&
 		 log_has(log, "connection dropped");
 	CHECK(ok);
 	printf("test_bad_input: all bad connections rejected and logged\n");

@@ -4,12 +4,14 @@
  * matched probe in one thread and any-source receives in another, callbacks
  * (thread, never inside a post, posting from a callback, KEEP,
  * set_callback), caller storage, synchronous sends (checked with an explicit
- * handshake) and cancel racing with matching.
+ * handshake), cancel racing with matching, and remote data
+ * (MRAIL_REQ_DATA).
  */
 #include "harness.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -611,6 +613,196 @@ static void test_ssend(uint8_t *buf)
 	}
 }
 
+/* ---- remote data (MRAIL_REQ_DATA) -------------------------------------- */
+/*
+ * 64 bits beside the payload, reported to the receive's callback, by
+ * iprobe_data and by message_data: eager, synchronous, rendezvous, to self,
+ * truncated, posted before or after arrival, and mixed with messages that
+ * carry none (several records to one packet).
+ */
+enum { RD_TAG = 900, RD_MIX = 48 };
+#define RD_VAL(i) (0xDA7A000000000000ull | (uint64_t)(i) << 8 | 0x5a)
+
+struct rd_seen {
+	int done, has;
+	uint64_t data;
+	mrail_status_t st;
+};
+
+static void rd_cb(mrail_request_t *r, const mrail_status_t *st, void *ctx)
+{
+	struct rd_seen *s = ctx;
+	s->has = mrail_request_data(r, &s->data);
+	s->st = *st;
+	s->done = 1;
+}
+
+static void rd_send(uint32_t to, const void *buf, size_t len, uint64_t tag,
+		    int with, unsigned flags, uint64_t data,
+		    mrail_request_t **r)
+{
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	a.flags = flags | (with ? MRAIL_REQ_DATA : 0);
+	a.data = data;
+	CHECK_RC(mrail_isend_x(E, to, buf, len, tag, &a, r));
+}
+
+static void rd_post(uint32_t from, void *buf, size_t len, uint64_t tag,
+		    struct rd_seen *s)
+{
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	mrail_request_t *r;
+	memset(s, 0, sizeof *s);
+	a.cb = rd_cb;
+	a.cb_ctx = s;
+	CHECK_RC(mrail_irecv_x(E, from, buf, len, tag, MRAIL_TAG_MASK_ALL, &a,
+			       &r));
+}
+
+static void rd_wait(struct rd_seen *s)
+{
+	while (!s->done)
+		CHECK(mrail_progress(E) >= 0);
+}
+
+/* Receive one message already unexpected here, checking every view of
+ * its data. */
+static void rd_take_unexpected(uint32_t from, void *buf, size_t len,
+			       size_t msg_len, uint64_t tag, int with,
+			       uint64_t data)
+{
+	mrail_status_t st;
+	int flag = 0, has = -1;
+	uint64_t d = 0;
+	while (!flag)
+		CHECK_RC(mrail_iprobe_data(E, from, tag, MRAIL_TAG_MASK_ALL,
+					   &flag, &st, &has, &d));
+	CHECK_EQ(st.length, msg_len);
+	CHECK_EQ(has, with);
+	if (with)
+		CHECK_EQ(d, data);
+	mrail_message_t *m = mprobe_until(from, tag, &st);
+	d = 0;
+	CHECK_EQ(mrail_message_data(m, &d), with);
+	if (with)
+		CHECK_EQ(d, data);
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	struct rd_seen s = { 0 };
+	mrail_request_t *r;
+	a.cb = rd_cb;
+	a.cb_ctx = &s;
+	CHECK_RC(mrail_imrecv_x(E, buf, len, m, &a, &r));
+	rd_wait(&s);
+	CHECK_EQ(s.has, with);
+	if (with)
+		CHECK_EQ(s.data, data);
+	CHECK_EQ(s.st.error, msg_len > len ? MRAIL_ERR_TRUNCATE : MRAIL_OK);
+	CHECK_EQ(s.st.msg_length, msg_len);
+}
+
+static void test_remote_data(uint8_t *buf)
+{
+	static const size_t sizes[] = { 0, 8, EAGER, RDV };
+	mrail_request_t *r;
+	mrail_status_t st;
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+
+	/* Refused: data on a receive; data with a version 1 struct. */
+	a.flags = MRAIL_REQ_DATA;
+	CHECK_EQ(mrail_irecv_x(E, MRAIL_ANY_PEER, buf, 8, 1, 0, &a, &r),
+		 MRAIL_ERR_INVALID);
+	a.version = 1;
+	CHECK_EQ(mrail_isend_x(E, me, buf, 8, 1, &a, &r), MRAIL_ERR_INVALID);
+	if (me > 1)
+		return;
+	if (me == 1) {
+		/* Version 1 structs are still taken (no data). */
+		a.flags = 0;
+		CHECK_RC(mrail_isend_x(E, 0, buf, 8, RD_TAG, &a, &r));
+		CHECK_RC(mrail_wait(E, r, &st));
+		/* Unexpected at the receiver: every size, with and without;
+		 * synchronous eager. */
+		for (int k = 0; k < 4; k++)
+			for (int with = 0; with < 2; with++) {
+				pattern_fill(buf, sizes[k], RD_TAG + k);
+				rd_send(0, buf, sizes[k], RD_TAG + 1 + k, with,
+					0, RD_VAL(k), &r);
+				CHECK_RC(mrail_wait(E, r, &st));
+			}
+		rd_send(0, buf, 64, RD_TAG + 10, 1, MRAIL_REQ_SYNC, RD_VAL(10),
+			&r);
+		CHECK_RC(mrail_wait(E, r, &st));
+		/* Posted first (rank 0 says when). */
+		recv_wait(0, buf, 1, RD_TAG + 20);
+		for (int k = 0; k < 4; k++) {
+			rd_send(0, buf, sizes[k], RD_TAG + 21 + k, 1, 0,
+				RD_VAL(21 + k), &r);
+			CHECK_RC(mrail_wait(E, r, &st));
+		}
+		/* A burst: records with and without IMM share packets. */
+		mrail_request_t *rs[RD_MIX];
+		uint64_t v[RD_MIX];
+		for (int i = 0; i < RD_MIX; i++) {
+			v[i] = (uint64_t)i;
+			rd_send(0, &v[i], 8, RD_TAG + 30, i % 3 != 0, 0,
+				RD_VAL(100 + i), &rs[i]);
+		}
+		CHECK_RC(mrail_wait_all(E, RD_MIX, rs, NULL));
+		return;
+	}
+	/* Rank 0. */
+	recv_wait(1, buf, 8, RD_TAG);
+	for (int k = 0; k < 4; k++)
+		for (int with = 0; with < 2; with++) {
+			size_t take = sizes[k] > 8 ? sizes[k] - 8 : sizes[k];
+			/* With data, also truncated: still reported. */
+			rd_take_unexpected(1, buf, with ? take : sizes[k],
+					   sizes[k], RD_TAG + 1 + k, with,
+					   RD_VAL(k));
+			if (!with)
+				CHECK_EQ(pattern_check(buf, sizes[k],
+						       RD_TAG + k),
+					 sizes[k]);
+		}
+	rd_take_unexpected(1, buf, 64, 64, RD_TAG + 10, 1, RD_VAL(10));
+	struct rd_seen s[4];
+	uint8_t *big = malloc(4 * (size_t)RDV);
+	CHECK(big);
+	for (int k = 0; k < 4; k++)
+		rd_post(1, big + (size_t)k * RDV, RDV, RD_TAG + 21 + k, &s[k]);
+	send_wait(1, buf, 1, RD_TAG + 20);
+	for (int k = 0; k < 4; k++) {
+		rd_wait(&s[k]);
+		CHECK_RC(s[k].st.error);
+		CHECK_EQ(s[k].has, 1);
+		CHECK_EQ(s[k].data, RD_VAL(21 + k));
+	}
+	free(big);
+	for (int i = 0; i < RD_MIX; i++) {
+		uint64_t v = ~0ull;
+		struct rd_seen m;
+		rd_post(1, &v, 8, RD_TAG + 30, &m);
+		rd_wait(&m);
+		CHECK_EQ(v, (uint64_t)i);
+		CHECK_EQ(m.has, i % 3 != 0);
+		if (m.has)
+			CHECK_EQ(m.data, RD_VAL(100 + i));
+	}
+	/* To self: eager (copied at once) and large (waits for the match). */
+	for (int k = 2; k < 4; k++) {
+		uint8_t *out = malloc(sizes[k]);
+		CHECK(out);
+		pattern_fill(out, sizes[k], 77);
+		rd_send(me, out, sizes[k], RD_TAG + 40 + k, 1, 0,
+			RD_VAL(40 + k), &r);
+		rd_take_unexpected(me, buf, sizes[k], sizes[k],
+				   RD_TAG + 40 + k, 1, RD_VAL(40 + k));
+		CHECK_RC(mrail_wait(E, r, &st));
+		CHECK_EQ(pattern_check(buf, sizes[k], 77), sizes[k]);
+		free(out);
+	}
+}
+
 /* ---- cancel racing with matching -------------------------------------- */
 enum { CANCEL_N = 60 };
 static void test_cancel(void)
@@ -718,6 +910,8 @@ int main(void)
 	test_ssend(b);
 	test_barrier(E);
 	test_cancel();
+	test_barrier(E);
+	test_remote_data(b);
 	test_barrier(E);
 	free(a);
 	free(b);

@@ -60,8 +60,10 @@ static int wait_comp(struct fi_cq_tagged_entry *e, fi_addr_t *src,
 			if (fmt == FI_CQ_FORMAT_TAGGED)
 				e->tag = u.t.tag;
 			if (fmt == FI_CQ_FORMAT_DATA ||
-			    fmt == FI_CQ_FORMAT_TAGGED)
+			    fmt == FI_CQ_FORMAT_TAGGED) {
 				e->buf = u.d.buf;
+				e->data = u.d.data;
+			}
 			if (src)
 				*src = a;
 			return 0;
@@ -222,6 +224,101 @@ static void multi_recv(void)
 	sync_peer();
 }
 
+/* Remote CQ data (cq_data_size 8): tagged and untagged, injected,
+ * rendezvous-sized, seen by a peek, a claim and the receive, and absent
+ * where none was sent. Formats with a data field only. */
+enum { RD_BIG = 1 << 20 };
+static uint64_t rd_val[] = { 0x1111222233334444ull, 0x55,
+			     0xfedcba9876543210ull, 0 };
+
+static void data_send(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	char *big = malloc(RD_BIG);
+	CHECK(big, "malloc");
+	memset(big, 'z', RD_BIG);
+	CHECK(fi_tsenddata(ep, "d0", 3, NULL, rd_val[0], peer, 0x800,
+			   &rd_val[0]) == 0, "tsenddata");
+	CHECK(fi_tinjectdata(ep, "d1", 3, rd_val[1], peer, 0x801) == 0,
+	      "tinjectdata");
+	CHECK(fi_tsenddata(ep, big, RD_BIG, NULL, rd_val[2], peer, 0x802,
+			   &rd_val[2]) == 0, "tsenddata big");
+	CHECK(fi_tsend(ep, "d3", 3, NULL, peer, 0x803, &rd_val[3]) == 0,
+	      "tsend without data");
+	CHECK(fi_senddata(ep, "d4", 3, NULL, rd_val[0], peer, big) == 0,
+	      "senddata");
+	for (int i = 0; i < 4; i++) {
+		CHECK(wait_comp(&e, NULL, &err) == 0, "data send completion");
+		CHECK(!(e.flags & FI_REMOTE_CQ_DATA), "send entry with data");
+	}
+	sync_peer();
+	free(big);
+}
+
+static void data_recv(void)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	struct fi_context ctx[6];
+	char *big = malloc(RD_BIG);
+	CHECK(big, "malloc");
+	/* A peek and a claim report it before the receive. */
+	struct fi_msg_tagged m = {
+		.msg_iov = NULL, .iov_count = 0, .addr = FI_ADDR_UNSPEC,
+		.tag = 0x800, .ignore = 0, .context = &ctx[0],
+	};
+	int r;
+	do {
+		CHECK(fi_trecvmsg(ep, &m, FI_PEEK) == 0, "peek data");
+		r = wait_comp(&e, NULL, &err);
+	} while (r == FI_ENOMSG);
+	CHECK(r == 0 && (e.flags & FI_REMOTE_CQ_DATA) && e.data == rd_val[0],
+	      "peek: flags %llx data %llx", (unsigned long long)e.flags,
+	      (unsigned long long)e.data);
+	m.tag = 0x801;
+	m.context = &ctx[1];
+	do {
+		CHECK(fi_trecvmsg(ep, &m, FI_PEEK | FI_CLAIM) == 0, "claim");
+		r = wait_comp(&e, NULL, &err);
+	} while (r == FI_ENOMSG);
+	CHECK(r == 0 && (e.flags & FI_REMOTE_CQ_DATA) && e.data == rd_val[1],
+	      "claim: data %llx", (unsigned long long)e.data);
+	char b[8] = { 0 };
+	struct iovec iov = { b, sizeof b };
+	m.msg_iov = &iov;
+	m.iov_count = 1;
+	CHECK(fi_trecvmsg(ep, &m, FI_CLAIM) == 0, "claimed recv");
+	CHECK(wait_comp(&e, NULL, &err) == 0 && !strcmp(b, "d1") &&
+	      (e.flags & FI_REMOTE_CQ_DATA) && e.data == rd_val[1],
+	      "claimed recv data");
+	CHECK(fi_trecv(ep, b, sizeof b, NULL, FI_ADDR_UNSPEC, 0x800, 0,
+		       &ctx[2]) == 0, "trecv");
+	CHECK(wait_comp(&e, NULL, &err) == 0 && e.op_context == &ctx[2] &&
+	      !strcmp(b, "d0") && e.flags == (FI_RECV | FI_TAGGED |
+					      FI_REMOTE_CQ_DATA) &&
+	      e.data == rd_val[0], "recv data: flags %llx data %llx",
+	      (unsigned long long)e.flags, (unsigned long long)e.data);
+	/* Truncated: the error entry carries it too. */
+	CHECK(fi_trecv(ep, big, RD_BIG / 2, NULL, FI_ADDR_UNSPEC, 0x802, 0,
+		       &ctx[3]) == 0, "trecv big");
+	CHECK(wait_comp(&e, NULL, &err) == FI_ETRUNC &&
+	      (err.flags & FI_REMOTE_CQ_DATA) && err.data == rd_val[2] &&
+	      big[0] == 'z' && big[RD_BIG / 2 - 1] == 'z',
+	      "truncated rendezvous data");
+	CHECK(fi_trecv(ep, b, sizeof b, NULL, FI_ADDR_UNSPEC, 0x803, 0,
+		       &ctx[4]) == 0, "trecv plain");
+	CHECK(wait_comp(&e, NULL, &err) == 0 && !strcmp(b, "d3") &&
+	      !(e.flags & FI_REMOTE_CQ_DATA), "data where none was sent");
+	CHECK(fi_recv(ep, b, sizeof b, NULL, FI_ADDR_UNSPEC, &ctx[5]) == 0,
+	      "recv");
+	CHECK(wait_comp(&e, NULL, &err) == 0 && !strcmp(b, "d4") &&
+	      e.flags == (FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA) &&
+	      e.data == rd_val[0], "untagged data");
+	sync_peer();
+	free(big);
+}
+
 static void sender(void)
 {
 	struct fi_cq_tagged_entry e;
@@ -258,6 +355,9 @@ static void sender(void)
 	sync_peer();
 	if (fmt != FI_CQ_FORMAT_CONTEXT)
 		multi_send();
+	sync_peer();
+	if (fmt == FI_CQ_FORMAT_DATA || fmt == FI_CQ_FORMAT_TAGGED)
+		data_send();
 }
 
 static void receiver(void)
@@ -379,6 +479,9 @@ static void receiver(void)
 	sync_peer();
 	if (fmt != FI_CQ_FORMAT_CONTEXT) /* entries need flags and len */
 		multi_recv();
+	sync_peer();
+	if (fmt == FI_CQ_FORMAT_DATA || fmt == FI_CQ_FORMAT_TAGGED)
+		data_recv();
 }
 
 static enum fi_av_type avt_chosen;

@@ -215,9 +215,35 @@ static void failover_records(void)
 	expect_reject(pkt, n, "unsupported wire version");
 }
 
+/* IMM (v6): 16 bytes, its 64 bits back; flags or a length are refused.
+ * (Whether a message record follows is recv.c's rule: bad-input.) */
+static void imm_record(void)
+{
+	const char *why = NULL;
+	struct mrail_wire_rec rec;
+	size_t n = mrail_wire_put_pkt_hdr(pkt);
+	CHECK(mrail_wire_put_imm(pkt + n, 0xfedcba9876543210ull) == 16);
+	n += 16;
+	n += mrail_wire_put_eager(pkt + n, 1, 2, 0);
+	size_t off = mrail_wire_check_pkt_hdr(pkt, n, &why);
+	CHECK(mrail_wire_next(pkt, n, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.type == MRAIL_WIRE_IMM &&
+	      rec.u.imm.data == 0xfedcba9876543210ull && !rec.has_data);
+	CHECK(mrail_wire_next(pkt, n, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.type == MRAIL_WIRE_EAGER && !rec.has_data);
+	pkt[8 + 1] = 1; /* flags */
+	CHECK(parse_all(pkt, n, &why) < 0);
+	pkt[8 + 1] = 0;
+	pkt[8 + 4] = 8; /* len */
+	CHECK(parse_all(pkt, n, &why) < 0);
+	pkt[8 + 4] = 0;
+	CHECK(parse_all(pkt, 8 + 12, &why) < 0); /* truncated */
+}
+
 int main(void)
 {
 	roundtrip();
+	imm_record();
 	failover_records();
 	rejections();
 	sync_rejects();
