@@ -339,34 +339,33 @@ size_t mrail_wire_put_eager_sync(void *buf, uint64_t seq, uint64_t tag,
 	return mrail_wire_eager_sync_size(len);
 }
 
-size_t mrail_wire_put_credit(void *buf, uint64_t bytes)
+/* The records that are a header and one u64 (CREDIT, SYNC_ACK, IMM, ACK). */
+static size_t put_u64_rec(void *buf, uint8_t type, uint64_t v)
 {
-	struct mrail_wire_credit r;
-	memset(&r, 0, sizeof r);
-	put_rec_hdr(&r.h, MRAIL_WIRE_CREDIT, 0);
-	r.bytes = bytes;
+	struct mrail_wire_imm r; /* the layout they share */
+	put_rec_hdr(&r.h, type, 0);
+	r.data = v;
 	memcpy(buf, &r, sizeof r);
 	return sizeof r;
+}
+_Static_assert(sizeof(struct mrail_wire_credit) == 16 &&
+	       sizeof(struct mrail_wire_sync_ack) == 16 &&
+	       sizeof(struct mrail_wire_ack) == 16,
+	       "one u64 after the header");
+
+size_t mrail_wire_put_credit(void *buf, uint64_t bytes)
+{
+	return put_u64_rec(buf, MRAIL_WIRE_CREDIT, bytes);
 }
 
 size_t mrail_wire_put_sync_ack(void *buf, uint64_t send_id)
 {
-	struct mrail_wire_sync_ack r;
-	memset(&r, 0, sizeof r);
-	put_rec_hdr(&r.h, MRAIL_WIRE_SYNC_ACK, 0);
-	r.send_id = send_id;
-	memcpy(buf, &r, sizeof r);
-	return sizeof r;
+	return put_u64_rec(buf, MRAIL_WIRE_SYNC_ACK, send_id);
 }
 
 size_t mrail_wire_put_imm(void *buf, uint64_t data)
 {
-	struct mrail_wire_imm r;
-	memset(&r, 0, sizeof r);
-	put_rec_hdr(&r.h, MRAIL_WIRE_IMM, 0);
-	r.data = data;
-	memcpy(buf, &r, sizeof r);
-	return sizeof r;
+	return put_u64_rec(buf, MRAIL_WIRE_IMM, data);
 }
 
 size_t mrail_wire_put_eager_part(void *buf, uint64_t seq, uint64_t tag,
@@ -388,12 +387,7 @@ size_t mrail_wire_put_eager_part(void *buf, uint64_t seq, uint64_t tag,
 
 size_t mrail_wire_put_ack(void *buf, uint64_t count)
 {
-	struct mrail_wire_ack r;
-	memset(&r, 0, sizeof r);
-	put_rec_hdr(&r.h, MRAIL_WIRE_ACK, 0);
-	r.count = count;
-	memcpy(buf, &r, sizeof r);
-	return sizeof r;
+	return put_u64_rec(buf, MRAIL_WIRE_ACK, count);
 }
 
 size_t mrail_wire_put_rail_down(void *buf, uint32_t rail, uint32_t epoch,
