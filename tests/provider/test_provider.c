@@ -78,6 +78,20 @@ static int wait_comp(struct fi_cq_tagged_entry *e, fi_addr_t *src,
 	}
 }
 
+/* Peek (with flags: FI_CLAIM, FI_DISCARD) until the message is there;
+ * the completion's error, 0 when found. */
+static int peek_until(struct fi_msg_tagged *m, uint64_t flags,
+		      struct fi_cq_tagged_entry *e, struct fi_cq_err_entry *err)
+{
+	int r;
+	do {
+		CHECK(fi_trecvmsg(ep, m, flags) == 0, "peek flags %llx",
+		      (unsigned long long)flags);
+		r = wait_comp(e, NULL, err);
+	} while (r == FI_ENOMSG);
+	return r;
+}
+
 static void open_all(enum fi_av_type avt)
 {
 	struct fi_info *info = pair_open_domain(
@@ -269,19 +283,13 @@ static void data_recv(void)
 		.tag = 0x800, .ignore = 0, .context = &ctx[0],
 	};
 	int r;
-	do {
-		CHECK(fi_trecvmsg(ep, &m, FI_PEEK) == 0, "peek data");
-		r = wait_comp(&e, NULL, &err);
-	} while (r == FI_ENOMSG);
+	r = peek_until(&m, FI_PEEK, &e, &err);
 	CHECK(r == 0 && (e.flags & FI_REMOTE_CQ_DATA) && e.data == rd_val[0],
 	      "peek: flags %llx data %llx", (unsigned long long)e.flags,
 	      (unsigned long long)e.data);
 	m.tag = 0x801;
 	m.context = &ctx[1];
-	do {
-		CHECK(fi_trecvmsg(ep, &m, FI_PEEK | FI_CLAIM) == 0, "claim");
-		r = wait_comp(&e, NULL, &err);
-	} while (r == FI_ENOMSG);
+	r = peek_until(&m, FI_PEEK | FI_CLAIM, &e, &err);
 	CHECK(r == 0 && (e.flags & FI_REMOTE_CQ_DATA) && e.data == rd_val[1],
 	      "claim: data %llx", (unsigned long long)e.data);
 	char b[8] = { 0 };
@@ -427,10 +435,7 @@ static void receiver(void)
 	sync_peer();
 	/* Peek until the first arrives: it stays queued. */
 	int r;
-	do {
-		CHECK(fi_trecvmsg(ep, &m, FI_PEEK) == 0, "peek");
-		r = wait_comp(&e, NULL, &err);
-	} while (r == FI_ENOMSG);
+	r = peek_until(&m, FI_PEEK, &e, &err);
 	CHECK(r == 0, "peek err %d", r);
 	if (fmt == FI_CQ_FORMAT_TAGGED)
 		CHECK(e.tag == 0x700, "peek tag %llx",
@@ -439,10 +444,7 @@ static void receiver(void)
 		CHECK(e.len == 7, "peek len");
 	/* Claim it, then receive exactly that one. */
 	m.context = &ctx[6];
-	do {
-		CHECK(fi_trecvmsg(ep, &m, FI_PEEK | FI_CLAIM) == 0, "claim");
-		r = wait_comp(&e, NULL, &err);
-	} while (r == FI_ENOMSG);
+	r = peek_until(&m, FI_PEEK | FI_CLAIM, &e, &err);
 	CHECK(r == 0, "claim err %d", r);
 	memset(buf, 0, sizeof buf);
 	m.msg_iov = &iov;
@@ -456,10 +458,7 @@ static void receiver(void)
 	m.msg_iov = NULL;
 	m.iov_count = 0;
 	m.context = &ctx[7];
-	do {
-		CHECK(fi_trecvmsg(ep, &m, FI_PEEK | FI_DISCARD) == 0, "discard");
-		r = wait_comp(&e, NULL, &err);
-	} while (r == FI_ENOMSG);
+	r = peek_until(&m, FI_PEEK | FI_DISCARD, &e, &err);
 	CHECK(r == 0 && e.op_context == &ctx[7], "discard err %d", r);
 	CHECK(fi_trecv(ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 0x700, 0xff,
 		       &ctx[0]) == 0, "trecv after discard");
