@@ -123,6 +123,19 @@ void credit_piggyback(struct mrail_engine *e, struct gate *g,
 	granted(e, g, n);
 }
 
+/*
+ * Pulls come before new credit: the buffered messages are earlier in the
+ * peer's send order than anything credit would bring, so the receiver
+ * needs them first. (Keeping a quarter of the window for credit was
+ * tried: a flooding sender's longest waits were 2-4 times longer and its
+ * rate no higher; docs/flow-control.md.)
+ */
+uint64_t credit_room_for_pull(const struct mrail_engine *e,
+			      const struct gate *g)
+{
+	return room(e, g);
+}
+
 void credit_gate_fail(struct mrail_engine *e, struct gate *g)
 {
 	e->cr_granted -= g->cr_granted;

@@ -127,6 +127,12 @@ struct mrail_engine {
 	struct mrail_list posted;      /* posted receives, in order */
 	struct mrail_list unexpected;  /* unexpected messages, in order */
 	struct mrail_list probed;      /* taken by improbe, not yet received */
+	/* pull.c: finished pulls (request link), and messages a receive
+	 * took while their pull was under way (unexpected link). */
+	struct mrail_list pulls_done, pulls_taken;
+	void *pull_bufs;               /* recycled pull buffers (pull.c) */
+	unsigned pulls;                /* pulls under way */
+	unsigned pull_bufs_kept;
 	struct mrail_list requests;    /* every live request (all_link) */
 	struct mrail_list cbq;         /* complete, callback due (link) */
 

@@ -148,6 +148,7 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 	mrail_list_init(&g->sendq);
 	mrail_list_init(&g->rdv);
 	mrail_list_init(&g->ooo);
+	mrail_list_init(&g->pull_wait);
 	mrail_list_init(&g->parts);
 	mrail_list_init(&g->dead_rails);
 	mrail_list_init(&g->owed);

@@ -53,6 +53,8 @@ struct gate {
 	uint64_t next_recv_seq;
 	uint64_t detached_bytes; /* held copies of completed sends (send.c) */
 	struct mrail_list ooo;     /* records that arrived early, by seq */
+	struct mrail_list pull_wait; /* buffered RTS to pull (pull.c) */
+	unsigned pulls;            /* pulls under way */
 	struct mrail_list parts;   /* offloaded eager messages in parts */
 	size_t eager_max;          /* min over rails */
 	double deadline;           /* rails must be up before (set when

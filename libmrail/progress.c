@@ -20,6 +20,8 @@ int engine_progress(struct mrail_engine *e)
 		e->wait_offload = 0;
 	}
 	int events = drivers_progress(e, pass);
+	if (!mrail_list_empty(&e->pulls_done))
+		pulls_finish(e);
 	if (!mrail_list_empty(&e->sched_gates))
 		schedule_pending(e);
 	if ((pass & 1023) == 0)

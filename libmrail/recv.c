@@ -62,18 +62,25 @@ void recv_take(struct mrail_engine *e, struct mrail_request *r,
 		self_match(e, r, u);
 		return;
 	case UNEXP_EAGER:
-		recv_deliver_eager(e, r, u->gate, u->tag, u->data, u->len);
+		recv_deliver_eager(e, r, u->gate, u->tag,
+				   unexpected_payload(u), u->len);
 		if (u->send_id) /* synchronous send: it is matched now */
 			sync_ack_send(e, u->gate, u->send_id);
-		/* The room it took may go back to the peer as credit. */
+		/* The room it took may go back to the peer as credit, or
+		 * to pulling its buffered messages. */
 		credit_release(e, u->gate, u->len);
+		pull_more(e, u->gate);
 		credit_grant(e, u->gate);
 		break;
 	case UNEXP_RTS:
+		if (pull_take(e, r, u))
+			return; /* r completes when the pull does */
+		mrail_list_remove(&u->plink);
 		rdv_recv_start(e, r, u->gate, u->tag, u->len, u->send_id,
 			       u->rma);
 		break;
 	}
+	pull_buf_put(e, u->pulled);
 	free(u);
 }
 
@@ -83,6 +90,8 @@ void recv_arrived(struct mrail_engine *e, struct gate *g, struct unexpected *u)
 	struct mrail_request *r = find_posted(e, g, u->tag);
 	if (!r) {
 		mrail_list_append(&e->unexpected, &u->link);
+		if (u->buffered)
+			pull_candidate(e, g, u);
 		return;
 	}
 	mrail_list_remove(&r->link);
@@ -91,7 +100,9 @@ void recv_arrived(struct mrail_engine *e, struct gate *g, struct unexpected *u)
 
 void unexpected_free(struct unexpected *u)
 {
+	mrail_list_remove(&u->plink);
 	free(u->rma);
+	pull_buf_free(u->pulled);
 	free(u);
 }
 
@@ -144,6 +155,11 @@ static struct unexpected *unexpected_new(struct mrail_engine *e,
 		u->len = rec->u.rts.msg_len;
 		u->send_id = rec->u.rts.send_id;
 	}
+	u->buffered = !is_eager_rec(rec) &&
+		      (rec->u.rts.h.flags & MRAIL_WIRE_RTS_BUFFERED);
+	mrail_list_init(&u->plink);
+	u->pull = u->waiter = NULL;
+	u->pulled = NULL;
 	u->gate = g;
 	u->rma = rma;
 	u->self_send = NULL;
@@ -447,9 +463,12 @@ void recv_on_packet(struct mrail_engine *e, struct rail *r, const void *head,
 	}
 	/* Remote keys serve the RTS or RTRs of their own packet only. */
 	rma_rail_keys_clear(r);
-	/* Eager data it sent may have been delivered: room for credit. */
-	if (rc == MRAIL_OK)
+	/* Eager data it sent may have been delivered: room for credit (and
+	 * for pulling its buffered messages). */
+	if (rc == MRAIL_OK) {
+		pull_more(e, g);
 		credit_grant(e, g);
+	}
 	if (rc != MRAIL_OK) {
 		char msg[160];
 		snprintf(msg, sizeof msg, "rail %u: %s in a packet of %zu bytes; "

@@ -34,8 +34,39 @@ struct unexpected {
 	                             a SYNC_ACK (synchronous send), else 0 */
 	struct rdv_rma *rma;      /* RTS: the sender's keys, or NULL */
 	struct mrail_request *self_send; /* UNEXP_SELF */
-	uint8_t data[];           /* UNEXP_EAGER payload */
+	/* pull.c: an RTS whose sender is done (MRAIL_WIRE_RTS_BUFFERED) may
+	 * have its payload pulled before a receive matches it. */
+	int buffered;
+	struct mrail_list plink;  /* not pulled yet: in g->pull_wait */
+	struct mrail_request *pull;   /* pulling it now */
+	struct mrail_request *waiter; /* the receive that took it meanwhile */
+	uint8_t *pulled;          /* its payload once pulled (UNEXP_EAGER) */
+	uint8_t data[];           /* UNEXP_EAGER payload (not pulled) */
 };
+
+/* An UNEXP_EAGER message's payload. */
+static inline const uint8_t *unexpected_payload(const struct unexpected *u)
+{
+	return u->pulled ? u->pulled : u->data;
+}
+
+/* pull.c */
+/* u (buffered RTS, just listed as unexpected) may be pulled. */
+void pull_candidate(struct mrail_engine *e, struct gate *g,
+		    struct unexpected *u);
+/* g's room may have grown: pull what fits. */
+void pull_more(struct mrail_engine *e, struct gate *g);
+/* Receive r takes u whose pull is under way: r completes with it.
+ * Returns 0 if u is not being pulled. */
+int pull_take(struct mrail_engine *e, struct mrail_request *r,
+	      struct unexpected *u);
+/* Pulls that finished (e->pulls_done): their messages become eager. */
+void pulls_finish(struct mrail_engine *e);
+/* A pulled payload's buffer: back to the engine's few, or freed (the
+ * latter without the engine, at its end). */
+void pull_buf_put(struct mrail_engine *e, uint8_t *data);
+void pull_buf_free(uint8_t *data);
+void pull_bufs_fini(struct mrail_engine *e);
 
 /* recv.c */
 /* A new receive request, matched at once or posted; *out on success. */

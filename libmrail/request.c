@@ -139,6 +139,9 @@ void request_complete(struct mrail_engine *e, struct mrail_request *r,
 	if (r->cb) {
 		r->cb_pending = 1;
 		mrail_list_append(&e->cbq, &r->link);
+	} else if (r->flags & REQF_PULL) {
+		/* Its caller may still look at it: finished in progress. */
+		mrail_list_append(&e->pulls_done, &r->link);
 	}
 }
 
@@ -201,6 +204,8 @@ void requests_init(struct mrail_engine *e)
 	mrail_list_init(&e->probed);
 	mrail_list_init(&e->requests);
 	mrail_list_init(&e->cbq);
+	mrail_list_init(&e->pulls_done);
+	mrail_list_init(&e->pulls_taken);
 }
 
 static void free_unexpected_list(struct mrail_list *l)
@@ -222,6 +227,8 @@ void requests_fini(struct mrail_engine *e)
 	struct mrail_list *pos, *tmp;
 	free_unexpected_list(&e->unexpected);
 	free_unexpected_list(&e->probed);
+	free_unexpected_list(&e->pulls_taken);
+	pull_bufs_fini(e);
 	mrail_list_foreach_safe(pos, tmp, &e->requests) {
 		struct mrail_request *r =
 			mrail_list_entry(pos, struct mrail_request, all_link);

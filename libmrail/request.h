@@ -39,6 +39,7 @@ enum req_phase {
 #define REQF_DATA MRAIL_REQ_DATA
 #define REQF_STORAGE (1u << 8) /* caller's memory: never free()d */
 #define REQF_DETACHED (1u << 9) /* engine's copy of a completed send */
+#define REQF_PULL (1u << 10) /* pulls a buffered payload early (pull.c) */
 /* Memory a detached copy holds: its request and its payload. Counted
  * whole, so that many small copies are capped as surely as a few large
  * ones. */

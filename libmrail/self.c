@@ -23,6 +23,10 @@ int self_send(struct mrail_engine *e, struct gate *g, struct mrail_request *r)
 	u->send_id = 0;
 	u->self_send = NULL;
 	u->rma = NULL;
+	u->buffered = 0;
+	mrail_list_init(&u->plink);
+	u->pull = u->waiter = NULL;
+	u->pulled = NULL;
 	u->has_imm = !!(r->flags & REQF_DATA);
 	u->imm = r->data;
 	r->status.length = r->len;

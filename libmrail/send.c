@@ -142,7 +142,11 @@ static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
 		return rc;
 	put_imm(op, r);
 	at = op->buf + op->len;
-	op->len += mrail_wire_put_rts(at, r->seq, r->tag, r->len, r->id);
+	/* A copy's sender is done: the receiver may pull it early. */
+	op->len += mrail_wire_put_rts_flags(at, r->seq, r->tag, r->len, r->id,
+					    (r->flags & REQF_DETACHED)
+						    ? MRAIL_WIRE_RTS_BUFFERED
+						    : 0);
 	busy_tx_reserve(g, r->len);
 	r->phase = REQ_RDV_WAIT_RTR;
 	mrail_list_append(&g->rdv, &r->gate_link);

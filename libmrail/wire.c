@@ -110,12 +110,16 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 		*why = "unknown record type";
 		return -1;
 	}
-	if (rh.flags && rh.type != MRAIL_WIRE_RTR) {
+	if (rh.flags && rh.type != MRAIL_WIRE_RTR && rh.type != MRAIL_WIRE_RTS) {
 		*why = "flags set on a record that has none";
 		return -1;
 	}
 	if (rh.type == MRAIL_WIRE_RTR && (rh.flags & ~MRAIL_WIRE_RTR_PUT)) {
 		*why = "unknown RTR flags";
+		return -1;
+	}
+	if (rh.type == MRAIL_WIRE_RTS && (rh.flags & ~MRAIL_WIRE_RTS_BUFFERED)) {
+		*why = "unknown RTS flags";
 		return -1;
 	}
 	size_t need = fixed_size[rh.type];
@@ -270,6 +274,15 @@ size_t mrail_wire_put_busy(void *buf, const uint32_t *us, unsigned n)
 	put_rec_hdr(buf, MRAIL_WIRE_BUSY, n);
 	memcpy((char *)buf + sizeof(struct mrail_wire_busy), us, 4 * (size_t)n);
 	return size;
+}
+
+size_t mrail_wire_put_rts_flags(void *buf, uint64_t seq, uint64_t tag,
+				uint64_t msg_len, uint64_t send_id,
+				uint8_t flags)
+{
+	size_t n = mrail_wire_put_rts(buf, seq, tag, msg_len, send_id);
+	((struct mrail_wire_rec_hdr *)buf)->flags = flags;
+	return n;
 }
 
 size_t mrail_wire_put_rtr_flags(void *buf, uint64_t send_id, uint64_t recv_id,

@@ -1,5 +1,5 @@
 /*
- * The engine's wire format (version 6), carried in driver frame heads.
+ * The engine's wire format (version 7), carried in driver frame heads.
  * Documented in docs/wire.md; keep both in sync.
  *
  * A frame head is a packet: an 8-byte packet header, then records, each
@@ -17,7 +17,7 @@
 #include "util/auth.h"
 
 #define MRAIL_WIRE_MAGIC 0x50524d00u /* "\0MRP" read as little-endian u32 */
-#define MRAIL_WIRE_VERSION 6u
+#define MRAIL_WIRE_VERSION 7u
 
 enum mrail_wire_type {
 	MRAIL_WIRE_EAGER = 1,     /* a whole small message */
@@ -47,6 +47,11 @@ enum mrail_wire_type {
 /* RTR flag: move this chunk by RDMA write into the buffer of the RKEY
  * record (same recv_id) that came before it on the rail. */
 #define MRAIL_WIRE_RTR_PUT 0x01u
+/* RTS flag (v7): the sender's send has completed already and its payload
+ * waits in a copy the sender's engine holds (a standard send beyond the
+ * eager credit): the receiver may pull it before a receive matches
+ * (libmrail/pull.c). Never set for a synchronous send. */
+#define MRAIL_WIRE_RTS_BUFFERED 0x01u
 /* Bytes of a packed remote key (drivers/driver.h MRAIL_DRV_RKEY_MAX). */
 #define MRAIL_WIRE_RKEY_MAX 48
 
@@ -324,6 +329,10 @@ size_t mrail_wire_put_get_fin(void *buf, uint64_t send_id, uint64_t total,
 size_t mrail_wire_put_put_fin(void *buf, uint64_t recv_id, uint64_t offset,
 			      uint64_t len);
 size_t mrail_wire_put_credit(void *buf, uint64_t bytes);
+/* RTS with flags (MRAIL_WIRE_RTS_BUFFERED). */
+size_t mrail_wire_put_rts_flags(void *buf, uint64_t seq, uint64_t tag,
+				uint64_t msg_len, uint64_t send_id,
+				uint8_t flags);
 /* RTR with flags (MRAIL_WIRE_RTR_PUT). */
 size_t mrail_wire_put_rtr_flags(void *buf, uint64_t send_id, uint64_t recv_id,
 				uint64_t offset, uint64_t len, uint64_t total,

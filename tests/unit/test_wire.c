@@ -240,9 +240,37 @@ static void imm_record(void)
 	CHECK(parse_all(pkt, 8 + 12, &why) < 0); /* truncated */
 }
 
+/* RTS flag BUFFERED (v7): round-trips; any other RTS flag is refused. */
+static void rts_flags(void)
+{
+	const char *why = NULL;
+	struct mrail_wire_rec rec;
+	size_t n = mrail_wire_put_pkt_hdr(pkt);
+	size_t m = n + mrail_wire_put_rts_flags(pkt + n, 1, 2, 3, 4,
+						MRAIL_WIRE_RTS_BUFFERED);
+	CHECK(m - n == sizeof(struct mrail_wire_rts));
+	size_t off = mrail_wire_check_pkt_hdr(pkt, m, &why);
+	CHECK(mrail_wire_next(pkt, m, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.type == MRAIL_WIRE_RTS &&
+	      rec.u.rts.h.flags == MRAIL_WIRE_RTS_BUFFERED &&
+	      rec.u.rts.seq == 1 && rec.u.rts.tag == 2 &&
+	      rec.u.rts.msg_len == 3 && rec.u.rts.send_id == 4);
+	m = n + mrail_wire_put_rts(pkt + n, 1, 2, 3, 4);
+	off = mrail_wire_check_pkt_hdr(pkt, m, &why);
+	CHECK(mrail_wire_next(pkt, m, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.u.rts.h.flags == 0);
+	pkt[n + 1] = 0x02;
+	expect_reject(pkt, m, "unknown RTS flags");
+	/* EAGER has no flags at all. */
+	m = n + mrail_wire_put_eager(pkt + n, 1, 2, 0);
+	pkt[n + 1] = MRAIL_WIRE_RTS_BUFFERED;
+	expect_reject(pkt, m, "flags set on a record that has none");
+}
+
 int main(void)
 {
 	roundtrip();
+	rts_flags();
 	imm_record();
 	failover_records();
 	rejections();
