@@ -23,10 +23,11 @@
 /* Pulls under way, per peer and in all: enough to pipeline the round
  * trips, few enough that their control packets (an RTR or GET_FIN each,
  * a whole packet buffer kept until the peer acknowledges it) stay small
- * beside the eager window: 32 per peer grew a flooded receiver by 2-5 MiB
- * more than 16 did (docs/flow-control.md). A peer that finds the engine's
- * share taken has its copies pulled later or received as before. */
-#define PULLS_MAX 16
+ * beside the eager window: 64 per peer grew a flooded receiver by 5-8
+ * MiB more than 32 did, 16 drained a failover's backlog visibly slower
+ * (docs/flow-control.md). A peer that finds the engine's share taken has
+ * its copies pulled later or received as before. */
+#define PULLS_MAX 32
 #define PULLS_ENGINE_MAX 64
 
 /*
