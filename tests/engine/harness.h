@@ -60,6 +60,16 @@ static inline mrail_engine_t *test_engine(void)
 	return e;
 }
 
+/* A job of two ranks: rank 0 runs `zero`, rank 1 runs `one`. */
+static inline mrail_engine_t *test_pair(void (*zero)(mrail_engine_t *),
+					void (*one)(mrail_engine_t *))
+{
+	mrail_engine_t *e = test_engine();
+	CHECK(mrail_size(e) == 2);
+	(mrail_rank(e) == 0 ? zero : one)(e);
+	return e;
+}
+
 #endif
 
 #define TAG_BARRIER 0xBA22BA22BA22BA22ULL

@@ -127,12 +127,7 @@ static void receiver(mrail_engine_t *e)
 
 int main(void)
 {
-	mrail_engine_t *e = test_engine();
-	CHECK(mrail_size(e) == 2);
-	if (mrail_rank(e) == 0)
-		sender(e);
-	else
-		receiver(e);
+	mrail_engine_t *e = test_pair(sender, receiver);
 	test_barrier(e);
 	if (mrail_rank(e) == 1)
 		printf("pull: OK\n");
