@@ -41,6 +41,10 @@ enum mrail_drv_cap_flags {
 	 * and address selection (listen() takes an IP address). Drivers
 	 * without it list their own rails (list_rails). */
 	MRAIL_DRV_CAP_IP = 1u << 4,
+	/* Every send() costs a system call (sockets): the engine may hold
+	 * messages posted back to back to one peer and send them as one
+	 * frame at its next progress pass (docs/bursts.md). */
+	MRAIL_DRV_CAP_SEND_SYSCALL = 1u << 5,
 };
 
 struct mrail_drv_caps {

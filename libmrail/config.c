@@ -26,6 +26,7 @@ static const char *const known_vars[] = {
 	"MRAIL_CONNECT_TIMEOUT", "MRAIL_FINALIZE_TIMEOUT", "MRAIL_JOB_KEY",
 	"MRAIL_RAIL_TIMEOUT", /* libmrail/failover.c */
 	"MRAIL_PACE", "MRAIL_TRACE", /* libmrail/pace.c, trace.c */
+	"MRAIL_SEND_HOLD", /* libmrail/burst.c */
 	"MRAIL_TCP_SOCKBUF", /* drivers/tcp */
 	"MRAIL_OFI_PROVIDER", "MRAIL_OFI_DOMAINS", "MRAIL_OFI_SHM",
 	"MRAIL_OFI_LIBRARY", /* drivers/ofi */

@@ -295,7 +295,8 @@ int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 		return MRAIL_ERR_CONFIG;
 	}
 	e->rdv_protocol = cfg->rdv_protocol;
-	if ((rc = failover_init(e)) || (rc = pace_config(e)))
+	if ((rc = failover_init(e)) || (rc = pace_config(e)) ||
+	    (rc = burst_config(e)))
 		return rc;
 	if (cfg->connect_mode < MRAIL_CONNECT_AUTO ||
 	    cfg->connect_mode > MRAIL_CONNECT_LAZY) {

@@ -45,6 +45,7 @@
 #include "libmrail/rail.h"
 #include "libmrail/busy.h"
 #include "libmrail/pace.h"
+#include "libmrail/burst.h"
 #include "libmrail/trace.h"
 #include "libmrail/address.h"
 #include "libmrail/gate.h"
@@ -189,6 +190,12 @@ struct mrail_engine {
 	/* pace.c: MRAIL_PACE; chunks held on all NICs. */
 	int pace;
 	unsigned pace_held;
+	/* burst.c: MRAIL_SEND_HOLD; quick returns after a post in a row,
+	 * and when the last post on a system-call rail was made. */
+	int burst_hold;
+	unsigned burst_quick;
+	int burst_post_pending;
+	double burst_post_at;
 	/* trace.c: MRAIL_TRACE's file, NULL: off. */
 	FILE *trace;
 

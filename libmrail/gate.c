@@ -146,6 +146,7 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 	}
 	mrail_list_init(&g->sched_link);
 	mrail_list_init(&g->sendq);
+	g->burst_pass = UINT64_MAX;
 	mrail_list_init(&g->rdv);
 	mrail_list_init(&g->ooo);
 	mrail_list_init(&g->pull_wait);

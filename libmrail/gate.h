@@ -52,6 +52,8 @@ struct gate {
 	uint64_t next_send_seq;
 	uint64_t next_recv_seq;
 	uint64_t detached_bytes; /* held copies of completed sends (send.c) */
+	uint64_t burst_pass;     /* progress pass of the last packet sent at
+	                            post time on a system-call rail (burst.c) */
 	struct mrail_list ooo;     /* records that arrived early, by seq */
 	struct mrail_list pull_wait; /* buffered RTS to pull (pull.c) */
 	unsigned pulls;            /* pulls under way */

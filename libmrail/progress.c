@@ -15,6 +15,7 @@ int engine_progress(struct mrail_engine *e)
 	ENGINE_ASSERT_LOCKED(e);
 	uint64_t pass = ++e->progress_calls;
 	engine_clock_tick(e);
+	burst_progress(e);
 	if (e->wait_offload) { /* a sleep on mrail_wait_fd ended */
 		offload_sleep_end(e->offload);
 		e->wait_offload = 0;

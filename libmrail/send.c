@@ -328,15 +328,22 @@ static void gate_schedule_mode(struct mrail_engine *e, struct gate *g,
 		}
 		if (pick < 0 || (unsigned)pick >= n || !views[pick].idle)
 			break;
+		struct rail *rail = g->rails[views[pick].index];
+		unsigned fit = count ? count : 1;
+		if (!rail_idle &&
+		    burst_hold(e, g, rail, mrail_send_queue_bytes(&q, fit),
+			       q.packet_room, fit == q.known && !q.more))
+			break;
 		/* What sending one eager message whole costs, for the offload
 		 * guard (libmrail/offload/guard.c). */
 		int timed = e->offload && count <= 1 && is_eager(g, head) &&
 			    guard_wants_whole(&e->offload->guard, head->len);
 		uint64_t len = head->len;
 		double t0 = timed ? mrail_now() : 0;
-		if (send_packet(e, g, g->rails[views[pick].index],
-				count ? count : 1) != MRAIL_OK)
+		if (send_packet(e, g, rail, fit) != MRAIL_OK)
 			break;
+		if (!rail_idle)
+			burst_sent(e, g, rail);
 		if (timed)
 			guard_note_whole(&e->offload->guard, len,
 					 mrail_now() - t0);

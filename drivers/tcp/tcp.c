@@ -337,7 +337,8 @@ static void tcp_query_caps(struct mrail_drv *drv, struct mrail_drv_caps *caps)
 	caps->max_body = TCP_MAX_BODY;
 	caps->max_body_iov = TCP_MAX_BODY_IOV;
 	caps->eager_max_hint = TCP_EAGER_MAX_HINT;
-	caps->flags = MRAIL_DRV_CAP_RECV_INTO_USER | MRAIL_DRV_CAP_IP;
+	caps->flags = MRAIL_DRV_CAP_RECV_INTO_USER | MRAIL_DRV_CAP_IP |
+		      MRAIL_DRV_CAP_SEND_SYSCALL;
 	caps->nominal_bandwidth = bw;
 	caps->nominal_latency = 0;
 }
