@@ -22,10 +22,6 @@
  */
 #include "libmrail/burst.h"
 #include "libmrail/engine.h"
-#include "util/log.h"
-
-#include <stdlib.h>
-#include <string.h>
 
 /* Seconds: a return this quick costs a held message about what ten small
  * messages' system calls cost the sender (2-5 us each); 10 us was too
@@ -36,20 +32,14 @@
 
 int burst_config(struct mrail_engine *e)
 {
-	const char *s = getenv("MRAIL_SEND_HOLD");
 	e->burst_hold = 1;
 	e->burst_quick = 0;
 	e->burst_post_pending = 0;
-	if (!s)
-		return MRAIL_OK;
-	if (!strcmp(s, "0") || !strcmp(s, "1")) {
-		e->burst_hold = s[0] == '1';
-		return MRAIL_OK;
-	}
-	mrail_error("invalid MRAIL_SEND_HOLD='%s': expected 1 (hold back-to-"
-		    "back sends to one peer until the next progress, the "
-		    "default) or 0 (send every message when posted)", s);
-	return MRAIL_ERR_CONFIG;
+	return config_env_switch("MRAIL_SEND_HOLD",
+				 "1 (hold back-to-back sends to one peer until "
+				 "the next progress pass, the default) or 0 "
+				 "(send every message when posted)",
+				 &e->burst_hold);
 }
 
 static int syscall_rail(const struct rail *rail)

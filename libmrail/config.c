@@ -74,7 +74,7 @@ static int env_seconds(const char *var, double *out)
 	return MRAIL_OK;
 }
 
-static int env_bool(const char *var, int *out)
+int config_env_switch(const char *var, const char *expect, int *out)
 {
 	const char *s = getenv(var);
 	if (!s)
@@ -86,8 +86,13 @@ static int env_bool(const char *var, int *out)
 		 !strcmp(s, "false"))
 		*out = 0;
 	else
-		return bad(var, s, "0 or 1");
+		return bad(var, s, expect);
 	return MRAIL_OK;
+}
+
+static int env_bool(const char *var, int *out)
+{
+	return config_env_switch(var, "0 or 1", out);
 }
 
 static int env_string(const char *var, const char **out)

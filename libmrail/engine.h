@@ -213,6 +213,9 @@ void engine_free(struct mrail_engine *e);
 
 /* config.c */
 int config_copy_strings(struct mrail_engine *e, const struct mrail_config *c);
+/* An on/off variable (1/yes/on/true, 0/no/off/false): *out untouched if
+ * unset; MRAIL_ERR_CONFIG naming `expect` if malformed. */
+int config_env_switch(const char *var, const char *expect, int *out);
 void config_free_strings(struct mrail_engine *e);
 
 /* progress.c */

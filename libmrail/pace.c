@@ -42,17 +42,10 @@
 
 int pace_config(struct mrail_engine *e)
 {
-	const char *s = getenv("MRAIL_PACE");
 	e->pace = 1;
-	if (!s)
-		return MRAIL_OK;
-	if (!strcmp(s, "0") || !strcmp(s, "1")) {
-		e->pace = s[0] == '1';
-		return MRAIL_OK;
-	}
-	mrail_error("invalid MRAIL_PACE='%s': expected 1 (pace each NIC, the "
-		    "default) or 0 (hand chunks to the drivers at once)", s);
-	return MRAIL_ERR_CONFIG;
+	return config_env_switch("MRAIL_PACE", "1 (pace each NIC, the default) "
+				 "or 0 (hand chunks to the drivers at once)",
+				 &e->pace);
 }
 
 static struct mrail_list *queue_of(struct local_rail *l)

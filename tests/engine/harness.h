@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CHECK_RC(expr)                                                     \
 	do {                                                               \
@@ -58,6 +59,33 @@ static inline mrail_engine_t *test_engine(void)
 	mrail_engine_t *e;
 	CHECK_RC(mrail_engine_create(NULL, &e));
 	return e;
+}
+
+/* CLOCK_MONOTONIC in seconds (one clock for every process of a host). */
+static inline double test_mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The counters of every rail to `peer`, summed. */
+static inline struct mrail_rail_stats test_rail_totals(mrail_engine_t *e,
+						       mrail_peer_t peer)
+{
+	struct mrail_rail_stats sum;
+	memset(&sum, 0, sizeof sum);
+	int n = mrail_rail_count(e, peer);
+	for (int r = 0; r < n; r++) {
+		struct mrail_rail_stats st;
+		if (mrail_rail_stats(e, peer, r, &st) != MRAIL_OK)
+			continue;
+		sum.tx_bytes += st.tx_bytes;
+		sum.rx_bytes += st.rx_bytes;
+		sum.tx_packets += st.tx_packets;
+		sum.rx_packets += st.rx_packets;
+	}
+	return sum;
 }
 
 /* A job of two ranks: rank 0 runs `zero`, rank 1 runs `one`. */

@@ -21,31 +21,11 @@
  */
 #include "harness.h"
 
-#include <time.h>
 #include <unistd.h>
 
 enum { BURST = 64, ROUNDS = 12, LEARN = 3, SMALL_MAX = 2048,
        BIG = 65536, COMPUTE_MS = 300, TAG_A = 7000, TAG_B = 7001,
        TAG_DONE = 9001 };
-
-static double mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t tx_packets(mrail_engine_t *e, mrail_peer_t peer)
-{
-	uint64_t sum = 0;
-	int n = mrail_rail_count(e, peer);
-	for (int r = 0; r < n; r++) {
-		struct mrail_rail_stats st;
-		if (mrail_rail_stats(e, peer, r, &st) == MRAIL_OK)
-			sum += st.tx_packets;
-	}
-	return sum;
-}
 
 static size_t len_of(int round, int i)
 {
@@ -65,7 +45,7 @@ static uint64_t send_round(mrail_engine_t *e, int round)
 {
 	static char buf[BURST][BIG];
 	mrail_request_t *r[BURST];
-	uint64_t before = tx_packets(e, 1);
+	uint64_t before = test_rail_totals(e, 1).tx_packets;
 	for (int i = 0; i < BURST; i++) {
 		size_t len = len_of(round, i);
 		pattern_fill(buf[i], len, tag_of(round, i));
@@ -77,7 +57,7 @@ static uint64_t send_round(mrail_engine_t *e, int round)
 					     tag_of(round, i), &r[i]));
 	}
 	CHECK_RC(mrail_wait_all(e, BURST, r, NULL));
-	return tx_packets(e, 1) - before;
+	return test_rail_totals(e, 1).tx_packets - before;
 }
 
 /* Each round posted when rank 1 has posted its receives (a zero-byte
@@ -188,7 +168,7 @@ static void receiver(mrail_engine_t *e)
 				int rc = mrail_test(e, r[i], &st);
 				if (rc == MRAIL_OK) {
 					CHECK_EQ(st.error, MRAIL_OK);
-					at[i] = mono();
+					at[i] = test_mono();
 				} else {
 					CHECK_EQ(rc, MRAIL_ERR_AGAIN);
 				}

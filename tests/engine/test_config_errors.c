@@ -44,7 +44,8 @@ static const struct { const char *var, *value; } bad[] = {
 	{"MRAIL_DRIVER_PARAMS", "carrier-pigeon:rails=1"},
 	{"MRAIL_DRIVER_PARAMS", "loopback_rails=2"},
 	{"MRAIL_RDV", "telepathy"},
-	{"MRAIL_PACE", "yes"},
+	{"MRAIL_PACE", "sometimes"},
+	{"MRAIL_SEND_HOLD", "2"},
 	{"MRAIL_TRACE", "/nonexistent-dir/trace"},
 };
 

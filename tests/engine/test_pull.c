@@ -13,30 +13,9 @@
  */
 #include "harness.h"
 
-#include <time.h>
-
 enum { FLOOD = 1500, LEN = 4096, FIRST = 256, TAG_FLOOD = 1000,
        TAG_MARK = 9000, TAG_DONE = 9001 };
 #define PULLED_MIN ((uint64_t)512 << 10)
-
-static uint64_t rx_total(mrail_engine_t *e, mrail_peer_t peer)
-{
-	uint64_t sum = 0;
-	int n = mrail_rail_count(e, peer);
-	for (int r = 0; r < n; r++) {
-		struct mrail_rail_stats st;
-		if (mrail_rail_stats(e, peer, r, &st) == MRAIL_OK)
-			sum += st.rx_bytes;
-	}
-	return sum;
-}
-
-static double mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void sender(mrail_engine_t *e)
 {
@@ -83,24 +62,24 @@ static void receiver(mrail_engine_t *e)
 	/* Everything sent before the mark has arrived once it matches. */
 	CHECK_RC(mrail_irecv(e, 0, NULL, 0, TAG_MARK, MRAIL_TAG_MASK_ALL, &r));
 	CHECK_RC(mrail_wait(e, r, NULL));
-	uint64_t before = rx_total(e, 0);
+	uint64_t before = test_rail_totals(e, 0).rx_bytes;
 	int i = 0;
 	for (; i < FIRST; i++)
 		recv_one(e, i, LEN);
-	double until = mono() + 60;
-	while (rx_total(e, 0) - before < PULLED_MIN) {
-		if (mono() > until) {
+	double until = test_mono() + 60;
+	while (test_rail_totals(e, 0).rx_bytes - before < PULLED_MIN) {
+		if (test_mono() > until) {
 			fprintf(stderr, "rank 1: %llu bytes arrived in 60 s "
 				"after %d receives made room, none posted: "
 				"the buffered messages were not pulled\n",
-				(unsigned long long)(rx_total(e, 0) - before),
+				(unsigned long long)(test_rail_totals(e, 0).rx_bytes - before),
 				FIRST);
 			exit(1);
 		}
 		mrail_progress(e);
 	}
 	printf("rank 1: %llu bytes pulled before their receives\n",
-	       (unsigned long long)(rx_total(e, 0) - before));
+	       (unsigned long long)(test_rail_totals(e, 0).rx_bytes - before));
 
 	/* The next ones are pulled (or being pulled): each way to take
 	 * one, then the rest in order. */
