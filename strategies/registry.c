@@ -29,6 +29,15 @@ const struct mrail_strategy_ops *mrail_strategy_find(const char *name)
 	return NULL;
 }
 
+/* Built-in strategies whose eager_rail, offered one idle rail and one
+ * queued message, always sends it there alone: the engine may skip the
+ * views and the call on a gate with a single rail (send.c). */
+int mrail_strategy_lone_direct(const struct mrail_strategy_ops *s)
+{
+	return s == &mrail_split_strategy_ops ||
+	       s == &mrail_single_strategy_ops;
+}
+
 const char *mrail_strategy_names(void)
 {
 	return "single, iso, pin, split, bw, greedy, aggreg";

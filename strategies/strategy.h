@@ -29,6 +29,8 @@ void mrail_strategy_unload(void *handle);
 /* strategies/registry.c */
 const struct mrail_strategy_ops *mrail_strategy_find(const char *name);
 const char *mrail_strategy_names(void);
+/* Whether a lone message on a gate's only idle rail may skip the strategy. */
+int mrail_strategy_lone_direct(const struct mrail_strategy_ops *s);
 
 /* Helpers shared by strategies (strategies/common.c). */
 
