@@ -253,6 +253,17 @@ struct dc_frame_limits {
 int dc_send_begin(struct dc_ep *ep, const struct dc_frame_limits *lim,
 		  const void *head, size_t head_len, const struct iovec *body,
 		  int body_cnt, void *send_ctx, struct dc_send **out);
+/*
+ * A driver that can hand a frame over whole inside send (nothing queued
+ * before it, room for all of it) skips the queue: dc_send_check does
+ * dc_send_begin's checks and gives the body's length; dc_send_record a
+ * record that only carries the completion (get it before the frame
+ * leaves: it may fail), then dc_done_push(rec, 0) once it has.
+ */
+int dc_send_check(struct dc_ep *ep, const struct dc_frame_limits *lim,
+		  const void *head, size_t head_len, const struct iovec *body,
+		  int body_cnt, uint64_t *body_len);
+struct dc_send *dc_send_record(struct dc_ep *ep, void *send_ctx);
 void dc_send_free(struct dc_drv *drv, struct dc_send *rec);
 /* The record left (status 0) or failed: send_done from progress. */
 void dc_done_push(struct dc_send *rec, int status);

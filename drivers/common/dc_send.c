@@ -76,31 +76,57 @@ static int frame_check(const struct dc_drv *drv,
 	return 0;
 }
 
-int dc_send_begin(struct dc_ep *ep, const struct dc_frame_limits *lim,
+int dc_send_check(struct dc_ep *ep, const struct dc_frame_limits *lim,
 		  const void *head, size_t head_len, const struct iovec *body,
-		  int body_cnt, void *send_ctx, struct dc_send **out)
+		  int body_cnt, uint64_t *body_len)
 {
-	struct dc_send *rec;
-	uint64_t body_len;
-	int rc;
-
 	if (!ep || ep->state == DC_EP_CLOSED)
 		return MRAIL_ERR_INVALID;
 	if (ep->state == DC_EP_FAILED)
 		return MRAIL_ERR_PEER;
-	rc = frame_check(ep->drv, lim, head, head_len, body, body_cnt,
-			 &body_len);
-	if (rc < 0)
-		return rc;
-	rec = send_alloc(ep->drv, body_cnt + 2);
-	if (!rec)
-		return MRAIL_ERR_NOMEM;
+	return frame_check(ep->drv, lim, head, head_len, body, body_cnt,
+			   body_len);
+}
+
+static void record_init(struct dc_send *rec, struct dc_ep *ep,
+			void *send_ctx)
+{
 	rec->next = NULL;
 	rec->ep = ep;
 	rec->send_ctx = send_ctx;
 	rec->status = 0;
 	rec->due = 0;
 	rec->iov_pos = 0;
+}
+
+struct dc_send *dc_send_record(struct dc_ep *ep, void *send_ctx)
+{
+	struct dc_send *rec = send_alloc(ep->drv, 0);
+
+	if (!rec)
+		return NULL;
+	record_init(rec, ep, send_ctx);
+	rec->iov_cnt = 0;
+	rec->body_len = 0;
+	rec->left = 0;
+	return rec;
+}
+
+int dc_send_begin(struct dc_ep *ep, const struct dc_frame_limits *lim,
+		  const void *head, size_t head_len, const struct iovec *body,
+		  int body_cnt, void *send_ctx, struct dc_send **out)
+{
+	struct dc_send *rec;
+	uint64_t body_len;
+	int rc = dc_send_check(ep, lim, head, head_len, body, body_cnt,
+			       &body_len);
+
+	if (rc < 0)
+		return rc;
+	rec = send_alloc(ep->drv, body_cnt + 2);
+	if (!rec)
+		return MRAIL_ERR_NOMEM;
+	record_init(rec, ep, send_ctx);
 	rec->iov_cnt = body_cnt + 2;
 	rec->body_len = body_len;
 	rec->left = lim->hdr_len + head_len + body_len;
