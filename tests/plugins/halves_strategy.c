@@ -4,6 +4,8 @@
  * rails. With the option bad=1 it answers a plan the engine must refuse
  * (both halves on one rail): the messages then go whole, intact. Eager
  * packets go on the first idle rail, rendezvous payloads whole on rail 0.
+ * It counts its eager_rail calls (halves_eager_calls, read by
+ * test_plugin_asked.c: plugins are asked also on a one-rail gate).
  */
 #include <mrail.h>
 #include <mrail/strategy.h>
@@ -11,6 +13,8 @@
 #include <string.h>
 
 static int bad_state = 1, good_state = 0;
+
+__attribute__((visibility("default"))) unsigned long halves_eager_calls;
 
 static int halves_init(const char *args, void **state)
 {
@@ -34,6 +38,7 @@ static int halves_eager_rail(void *state, void *peer_state,
 {
 	(void)state;
 	(void)peer_state;
+	__atomic_add_fetch(&halves_eager_calls, 1, __ATOMIC_RELAXED);
 	*count = mrail_send_queue_fit(q);
 	for (unsigned i = 0; i < n; i++)
 		if (rails[i].idle)

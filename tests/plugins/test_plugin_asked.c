@@ -1,7 +1,8 @@
 /*
- * Under mrail-run with MRAIL_STRATEGY=count (tests/plugins/
- * count_strategy.c) and one loopback rail: a plugin is asked for every
- * packet even on a gate with a single rail, where the engine places a
+ * Under mrail-run with MRAIL_STRATEGY=halves (tests/plugins/
+ * halves_strategy.c, which counts its eager_rail calls) and one loopback
+ * rail: a plugin is asked for every packet even on a gate with a single
+ * rail, where the engine places a
  * lone message itself under the built-in `split` and `single`
  * (docs/extending.md). Each rank sends ROUNDS messages, one at a time;
  * the plugin's eager_rail must have been called at least that often.
@@ -24,10 +25,10 @@ static unsigned long *plugin_counter(void)
 	const char *dir = strrchr(dirs, ':');
 	dir = dir ? dir + 1 : dirs;
 	char path[4096];
-	snprintf(path, sizeof path, "%s/count.so", dir);
+	snprintf(path, sizeof path, "%s/halves.so", dir);
 	void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
 	CHECK(h);
-	unsigned long *c = dlsym(h, "count_eager_calls");
+	unsigned long *c = dlsym(h, "halves_eager_calls");
 	CHECK(c);
 	return c;
 }
