@@ -32,7 +32,7 @@ static void put_frame_hdr(uint8_t *hdr, size_t head_len, uint64_t body_len)
 /*
  * Nothing queued and room for the whole frame: straight into the ring,
  * without a queued record (the common case of small messages, where the
- * queue's bookkeeping was a third of the driver's share of a send).
+ * queue's bookkeeping was a quarter of the driver's share of a send).
  * Returns 1 if the frame left, 0 to queue it, < 0 on error.
  */
 static int send_whole(struct mrail_drv_ep *ep, const void *head,
