@@ -98,6 +98,9 @@ struct mrail_drv {
 	 * there were ~330 instructions of ~4 300 on the receive path
 	 * (callgrind, docs/anchors.md). */
 	char *rbuf_spare;
+	unsigned neps;        /* endpoints allocated, not yet freed */
+	unsigned sole_skips;  /* passes without epoll_wait (tcp_progress) */
+#define TCP_SOLE_EPOLL_EVERY 4
 };
 
 static inline struct mrail_drv *tcp_drv(const struct mrail_drv_ep *ep)
@@ -132,7 +135,7 @@ int tcp_flush(struct mrail_drv_ep *ep);
 
 /* ---- tcp_recv.c -------------------------------------------------------- */
 /* Read and deliver what the socket has, within the fairness budget. */
-void tcp_rx_process(struct mrail_drv_ep *ep);
+bool tcp_rx_process(struct mrail_drv_ep *ep);
 void tcp_rx_free(struct mrail_drv_ep *ep);
 
 /* ---- tcp_addr.c -------------------------------------------------------- */

@@ -25,7 +25,8 @@
 enum rx_result {
 	RX_MORE,    /* the read filled what we offered: more may wait */
 	RX_DRAINED, /* short read: the socket is very likely empty */
-	RX_STOP,    /* would block, or the endpoint failed */
+	RX_STOP,    /* the endpoint failed, or no room to read into */
+	RX_EMPTY,   /* would block: nothing was waiting */
 };
 
 void tcp_rx_free(struct mrail_drv_ep *ep)
@@ -83,8 +84,9 @@ static enum rx_result rx_read_result(struct mrail_drv_ep *ep, ssize_t n,
 		return RX_STOP;
 	}
 	if (n < 0) {
-		if (err != EAGAIN)
-			rx_socket_error(ep, err);
+		if (err == EAGAIN)
+			return RX_EMPTY;
+		rx_socket_error(ep, err);
 		return RX_STOP;
 	}
 	return RX_MORE;
@@ -387,10 +389,10 @@ static void rx_release_rbuf(struct mrail_drv_ep *ep)
 	ep->rcap = 0;
 }
 
-void tcp_rx_process(struct mrail_drv_ep *ep)
+bool tcp_rx_process(struct mrail_drv_ep *ep)
 {
 	int syscalls = 0;
-	bool drained = false;
+	bool drained = false, got = false;
 
 	while (tcp_ep_usable(ep)) {
 		enum rx_result r;
@@ -398,7 +400,7 @@ void tcp_rx_process(struct mrail_drv_ep *ep)
 		if (!ep->in_body) {
 			rx_deliver_frames(ep);
 			if (!tcp_ep_usable(ep))
-				return;
+				return true;
 		}
 		/* A short read emptied the socket; level-triggered epoll
 		 * reports anything newer (or left by the budget) next time. */
@@ -414,10 +416,14 @@ void tcp_rx_process(struct mrail_drv_ep *ep)
 			}
 		}
 		if (drained || syscalls++ >= TCP_RX_SYSCALL_BUDGET)
-			return;
+			return got;
 		r = ep->in_body ? rx_read_body(ep) : rx_read_frames(ep);
+		if (r == RX_EMPTY)
+			return got;
+		got = true;
 		if (r == RX_STOP)
-			return;
+			return got;
 		drained = r == RX_DRAINED;
 	}
+	return true;
 }
