@@ -589,15 +589,35 @@ static void tcp_attend(struct dc_ep *dc)
 			   dc->remote_name, strerror(dc->send_errno));
 }
 
-/* The one connected endpoint of an instance that has no other, when it has
- * nothing queued (so no EPOLLOUT is wanted from epoll). */
-static struct mrail_drv_ep *sole_ep(struct mrail_drv *drv)
+/* Whether every endpoint of the instance (at most TCP_DIRECT_MAX) is
+ * connected with nothing queued, so that reading each directly misses
+ * nothing but a listener's accept (no EPOLLOUT is wanted). */
+static bool direct_ok(struct mrail_drv *drv)
 {
-	if (drv->neps != 1)
-		return NULL;
-	struct mrail_drv_ep *ep =
-		mrail_list_first(&drv->dc.eps, struct mrail_drv_ep, dc.link);
-	return ep->dc.state == DC_EP_CONNECTED && !ep->dc.sq_head ? ep : NULL;
+	if (drv->neps == 0 || drv->neps > TCP_DIRECT_MAX)
+		return false;
+	struct mrail_list *l;
+	for (l = drv->dc.eps.next; l != &drv->dc.eps; l = l->next) {
+		struct dc_ep *ep = mrail_list_entry(l, struct dc_ep, link);
+		if (ep->state != DC_EP_CONNECTED || ep->sq_head)
+			return false;
+	}
+	return true;
+}
+
+static int direct_reads(struct mrail_drv *drv)
+{
+	int n = 0;
+	struct mrail_list *l;
+	/* Endpoints that upcalls close stay listed until progress ends
+	 * (dc.h), so the walk may go on past them. */
+	for (l = drv->dc.eps.next; l != &drv->dc.eps; l = l->next) {
+		struct mrail_drv_ep *ep =
+			mrail_list_entry(l, struct mrail_drv_ep, dc.link);
+		if (tcp_ep_usable(ep) && tcp_rx_process(ep))
+			n++;
+	}
+	return n;
 }
 
 static int tcp_progress(struct mrail_drv *drv)
@@ -609,15 +629,13 @@ static int tcp_progress(struct mrail_drv *drv)
 	if (!drv || !dc_progress_enter(&drv->dc))
 		return 0;
 	n = drv->dc.attention ? dc_attend(&drv->dc) : 0;
-	/* With one connection, reading it directly finds a frame one system
-	 * call sooner than epoll_wait + recv; epoll still runs every
-	 * TCP_SOLE_EPOLL_EVERY passes for the listener and errors. */
-	struct mrail_drv_ep *sole = sole_ep(drv);
-	if (sole && drv->sole_skips++ < TCP_SOLE_EPOLL_EVERY) {
-		if (tcp_rx_process(sole))
-			n++;
+	/* With one or two connections, reading them directly finds a frame
+	 * a system call sooner than epoll_wait + recv; epoll still runs
+	 * every TCP_EPOLL_EVERY-th pass, for the listener. */
+	if (direct_ok(drv) && ++drv->epoll_skips < TCP_EPOLL_EVERY) {
+		n += direct_reads(drv);
 	} else {
-		drv->sole_skips = 0;
+		drv->epoll_skips = 0;
 		n += dc_epoll_dispatch(&drv->dc);
 	}
 	n += dc_run_completions(&drv->dc);

@@ -99,8 +99,12 @@ struct mrail_drv {
 	 * (callgrind, docs/anchors.md). */
 	char *rbuf_spare;
 	unsigned neps;        /* endpoints allocated, not yet freed */
-	unsigned sole_skips;  /* passes without epoll_wait (tcp_progress) */
-#define TCP_SOLE_EPOLL_EVERY 4
+	unsigned epoll_skips; /* passes without epoll_wait (tcp_progress) */
+/* At most this many endpoints are read directly, not through epoll, and
+ * epoll runs at least every TCP_EPOLL_EVERY-th progress pass: with more,
+ * the empty reads would cost more than epoll_wait saves. */
+#define TCP_DIRECT_MAX 2
+#define TCP_EPOLL_EVERY 5
 };
 
 static inline struct mrail_drv *tcp_drv(const struct mrail_drv_ep *ep)
