@@ -100,9 +100,9 @@ struct mrail_drv {
 	char *rbuf_spare;
 	unsigned neps;        /* endpoints allocated, not yet freed */
 	unsigned epoll_skips; /* passes without epoll_wait (tcp_progress) */
-/* At most this many endpoints are read directly, not through epoll, and
- * epoll runs at least every TCP_EPOLL_EVERY-th progress pass: with more,
- * the empty reads would cost more than epoll_wait saves. */
+/* At most this many endpoints are read directly, not through epoll (an
+ * idle pass makes one empty read per endpoint; one and two were measured,
+ * docs/driver-tcp.md), and epoll runs every TCP_EPOLL_EVERY-th pass. */
 #define TCP_DIRECT_MAX 2
 #define TCP_EPOLL_EVERY 5
 };
