@@ -26,7 +26,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#define MRAIL_DRV_ABI_VERSION 2
+#define MRAIL_DRV_ABI_VERSION 3
 
 struct mrail_drv;    /* one driver instance (an engine may hold several) */
 struct mrail_drv_ep; /* one connection (a rail, or a pending connection) */
@@ -244,6 +244,16 @@ struct mrail_drv_ops {
 	 * left inside send() do not wake it: call progress() until it
 	 * returns 0 before blocking on this fd. */
 	int (*wait_fd)(struct mrail_drv *drv);
+
+	/*
+	 * Called by the engine just before it sleeps on wait_fd (after a
+	 * progress() that returned 0), as libfabric's fi_trywait: arm
+	 * whatever makes wait_fd readable for new work (a shared-memory
+	 * doorbell), so that polling never pays for wake-ups. Returns 0 when
+	 * sleeping is safe, MRAIL_ERR_AGAIN when work arrived meanwhile (the
+	 * engine progresses instead). NULL: wait_fd needs no arming.
+	 */
+	int (*trywait)(struct mrail_drv *drv);
 
 	/* Printable local and remote addresses of an endpoint. */
 	void (*ep_names)(struct mrail_drv_ep *ep, char *local, size_t llen,

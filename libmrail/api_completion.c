@@ -42,7 +42,7 @@ static void backoff_step(struct mrail_engine *e, struct backoff *b, int events)
 		b->wait_ms *= 2;
 	if (b->wait_ms > e->idle_wait_max_ms)
 		b->wait_ms = e->idle_wait_max_ms > 0 ? e->idle_wait_max_ms : 1;
-	engine_idle_wait(e, b->wait_ms);
+	engine_idle_sleep(e, b->wait_ms);
 }
 
 /* One round of progress for test/wait: driver events, then callbacks. */
@@ -207,10 +207,9 @@ MRAIL_API int mrail_wait_fd(mrail_engine_t *e, int *fd)
 	return rc;
 }
 
-/* Drivers arm their wake-ups only after empty polls (the shm doorbell
- * after 32 per connection): as many quiet passes as mrail_wait makes
- * before it sleeps. */
-#define WAIT_QUIET_PASSES 64
+/* Quiet passes before arming: a frame often follows the last one
+ * closely, and a pass costs far less than a sleep and its wake-up. */
+#define WAIT_QUIET_PASSES 4
 
 MRAIL_API int mrail_wait_prepare(mrail_engine_t *e)
 {

@@ -197,7 +197,7 @@ MRAIL_API int mrail_sample_peer(mrail_engine_t *e, mrail_peer_t peer,
 		       (g->state == GATE_IDLE && mrail_now() < until))) {
 		if (engine_progress(e) == 0) {
 			engine_unlock(e);
-			engine_idle_wait(e, 1);
+			engine_idle_sleep(e, 1);
 			engine_lock(e);
 		}
 		handshake_expire(e);

@@ -178,7 +178,7 @@ void drivers_close(struct mrail_engine *e)
  * at every 16th pass. So it runs every UNPLANNED_EVERY passes (a
  * connection then waits tens of microseconds more).
  */
-#define UNPLANNED_EVERY 256
+#define UNPLANNED_EVERY 4096
 
 int drivers_progress(struct mrail_engine *e, uint64_t pass)
 {
@@ -188,6 +188,19 @@ int drivers_progress(struct mrail_engine *e, uint64_t pass)
 			events += e->drivers[i].ops->progress(
 				e->drivers[i].drv);
 	return events;
+}
+
+bool drivers_trywait(struct mrail_engine *e)
+{
+	ENGINE_ASSERT_LOCKED(e);
+	bool work = false;
+	/* Every driver arms, even after one said "work": the engine may
+	 * still sleep on all of them once it has progressed. */
+	for (unsigned i = 0; i < e->ndrv; i++)
+		if (e->drivers[i].ops->trywait &&
+		    e->drivers[i].ops->trywait(e->drivers[i].drv) != 0)
+			work = true;
+	return work;
 }
 
 unsigned drivers_wait_fds(struct mrail_engine *e, int *fds, unsigned max)

@@ -8,6 +8,8 @@
 
 #include "drivers/driver.h"
 
+#include <stdbool.h>
+
 struct mrail_engine;
 struct mrail_regcache;
 struct mrail_regcache_entry;
@@ -40,6 +42,9 @@ void drivers_close(struct mrail_engine *e);
 int drivers_progress(struct mrail_engine *e, uint64_t pass);
 /* Fills fds (up to max) with the instances' wait fds; returns how many. */
 unsigned drivers_wait_fds(struct mrail_engine *e, int *fds, unsigned max);
+/* Before sleeping on the wait fds: arm the drivers (ops->trywait); true
+ * if one has work already (progress instead of sleeping). Lock held. */
+bool drivers_trywait(struct mrail_engine *e);
 struct drv_instance *drivers_find(struct mrail_engine *e, const char *name);
 
 /* mem.c: memory registration through the instance's cache; an entry's

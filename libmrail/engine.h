@@ -224,16 +224,23 @@ int progress_thread_start(struct mrail_engine *e);
 /* Stopping: ask under the lock, then join without it. */
 void progress_thread_ask_stop(struct mrail_engine *e);
 void progress_thread_join(struct mrail_engine *e);
+/* Sleep until a driver has something or timeout_ms passes; lock held
+ * (kept during the sleep). Returns at once when a driver's trywait finds
+ * work. */
 void engine_idle_wait(struct mrail_engine *e, int timeout_ms);
 /* The same, also woken by extra_fd readable (-1: none). */
 void engine_idle_wait_fd(struct mrail_engine *e, int extra_fd, int timeout_ms);
+/* The same for API calls, lock not held: taken to arm the drivers,
+ * released for the sleep so that other threads get in. */
+void engine_idle_sleep(struct mrail_engine *e, int timeout_ms);
 /* How long a waiting call may sleep between progress rounds: 1 ms, more
  * when this host runs more ranks than it has cores (docs/scale.md). */
 void engine_set_idle_wait(struct mrail_engine *e, uint32_t local_ranks);
 
 /* wait.c: the descriptor of mrail_wait_fd (created on first use), arming
- * it before a sleep (MRAIL_OK: sleep; the caller made the quiet progress
- * passes), closing it with the engine. */
+ * it and the drivers before a sleep (MRAIL_OK: sleep; MRAIL_ERR_AGAIN: a
+ * driver has work; the caller made the quiet progress passes), closing
+ * it with the engine. */
 int wait_fd_get(struct mrail_engine *e, int *fd);
 int wait_arm(struct mrail_engine *e);
 void wait_fd_close(struct mrail_engine *e);

@@ -45,14 +45,12 @@ int engine_progress(struct mrail_engine *e)
 	return events;
 }
 
-/* Sleep until a driver has something or timeout_ms passes (lock not held). */
-void engine_idle_wait(struct mrail_engine *e, int timeout_ms)
+static void idle_wait(struct mrail_engine *e, int extra_fd, int timeout_ms,
+		      bool unlock)
 {
-	engine_idle_wait_fd(e, -1, timeout_ms);
-}
-
-void engine_idle_wait_fd(struct mrail_engine *e, int extra_fd, int timeout_ms)
-{
+	ENGINE_ASSERT_LOCKED(e);
+	if (drivers_trywait(e))
+		return;
 	struct pollfd p[MRAIL_MAX_DRIVERS + 2];
 	int fds[MRAIL_MAX_DRIVERS];
 	unsigned n = drivers_wait_fds(e, fds, MRAIL_MAX_DRIVERS);
@@ -65,10 +63,31 @@ void engine_idle_wait_fd(struct mrail_engine *e, int extra_fd, int timeout_ms)
 	int ofd = o ? offload_sleep_begin(o) : -1;
 	if (ofd >= 0)
 		p[n++] = (struct pollfd){ofd, POLLIN, 0};
+	if (unlock)
+		engine_unlock(e);
 	if (n > 0)
 		poll(p, n, timeout_ms);
 	if (ofd >= 0)
 		offload_sleep_end(o);
+	if (unlock)
+		engine_lock(e);
+}
+
+void engine_idle_wait(struct mrail_engine *e, int timeout_ms)
+{
+	idle_wait(e, -1, timeout_ms, false);
+}
+
+void engine_idle_wait_fd(struct mrail_engine *e, int extra_fd, int timeout_ms)
+{
+	idle_wait(e, extra_fd, timeout_ms, false);
+}
+
+void engine_idle_sleep(struct mrail_engine *e, int timeout_ms)
+{
+	engine_lock(e);
+	idle_wait(e, -1, timeout_ms, true);
+	engine_unlock(e);
 }
 
 void engine_set_idle_wait(struct mrail_engine *e, uint32_t local_ranks)
@@ -100,6 +119,8 @@ static void *progress_main(void *arg)
 		engine_lock(e);
 		int stop = e->progress_thread_stop;
 		int events = stop ? 0 : engine_progress(e);
+		if (!stop && events == 0 && drivers_trywait(e))
+			events = 1;
 		engine_unlock(e);
 		if (stop)
 			break;

@@ -73,6 +73,8 @@ int wait_arm(struct mrail_engine *e)
 {
 	ENGINE_ASSERT_LOCKED(e);
 	uint64_t n;
+	if (drivers_trywait(e))
+		return MRAIL_ERR_AGAIN;
 	/* What woke the last sleep is spent. */
 	if (read(e->wait_tfd, &n, sizeof n) < 0 && errno != EAGAIN)
 		mrail_debug("mrail_wait_prepare: timer: %s", strerror(errno));

@@ -66,10 +66,10 @@
 #define SHM_RING_MIN ((uint32_t)4 << 10)
 #define SHM_RING_MAX ((uint32_t)64 << 20)
 #define SHM_NAME_LEN 80
-/* Empty polls of a ring before its consumer asks for a doorbell. */
-#define SHM_ARM_AFTER 32
-/* Progress calls between two looks at the sockets and doorbells. */
-#define SHM_EPOLL_EVERY 64
+/* Progress calls between two looks at the sockets and doorbells while
+ * the rings carry the traffic (every call while a connection is being
+ * made, and right after a sleep). */
+#define SHM_EPOLL_EVERY 1024
 #define SHM_EPOLL_BATCH 64
 
 #define shm_put_le32 dc_put_le32
@@ -171,7 +171,6 @@ struct mrail_drv_ep {
 	void *seg;
 	size_t seg_len;
 	struct shm_ring tx, rx;
-	unsigned empty_polls;
 
 	/* receive parser */
 	enum shm_rx_state rx_state;
@@ -196,6 +195,8 @@ struct mrail_drv {
 	bool cma; /* process_vm_readv/writev work here: get/put offered */
 	struct shm_bell wake; /* work flagged outside progress */
 	unsigned tick;
+	bool armed;      /* trywait armed the doorbells: a sleep came */
+	bool connecting; /* an endpoint is not connected yet */
 	struct shm_rma_done *rma_head, *rma_tail, *rma_free;
 };
 

@@ -5,7 +5,7 @@
  * says the ring is full (producer) or empty (consumer), so a steady
  * stream costs one shared-line transfer per batch, not per byte.
  *
- * Doorbell: a consumer that has polled an empty ring for a while sets
+ * Doorbell: a consumer about to sleep (the driver's trywait) sets
  * `armed`; a producer that publishes while it is set clears it and rings
  * the consumer's eventfd. Both sides order their store before their load
  * with a full fence (Dekker): either the producer sees `armed`, or the

@@ -157,7 +157,7 @@ int offload_start(struct mrail_engine *e, struct offload **out);
 /* Starts the workers and calibrates T_O (engine lock held: calibration
  * does not take it). Until then the plan uses typical T_O figures. */
 int offload_run(struct offload *o);
-/* engine_idle_wait (no lock): the fd to poll beside the drivers' (-1:
+/* The engine's idle wait: the fd to poll beside the drivers' (-1:
  * none), then the end of the sleep. */
 int offload_sleep_begin(struct offload *o);
 void offload_sleep_end(struct offload *o);

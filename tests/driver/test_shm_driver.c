@@ -468,17 +468,29 @@ static int test_wait_fd(void)
 	struct tep *ta = pair_params(&a, &b, "", "", &tb);
 	struct pollfd p = {.fd = ops->wait_fd(a->drv), .events = POLLIN};
 
+	CHECK(ops->trywait != NULL);
 	for (int round = 0; round < 20; round++) {
-		/* A goes idle as the engine does before it sleeps. */
-		for (int i = 0; i < 2 * SHM_ARM_AFTER; i++)
+		/* However long A polls, a frame rings no doorbell: no
+		 * system call on either side. */
+		for (int i = 0; i < 4 * SHM_EPOLL_EVERY; i++)
 			h_progress(a);
 		CHECK(poll(&p, 1, 0) == 0);
 		CHECK(h_post(&tb, 64, round % 2 ? 100 : 0, 1) == 0);
+		CHECK(poll(&p, 1, 0) == 0);
+		/* Bytes already there: A must progress, not sleep. */
+		CHECK(ops->trywait(a->drv) == MRAIL_ERR_AGAIN);
+		WAIT_FOR(ta->rx_next_seq == 2 * (uint64_t)round + 1, 5);
+		/* A goes to sleep as the engine does: quiet, then trywait.
+		 * B's next frame wakes it. */
+		h_progress(a);
+		CHECK(ops->trywait(a->drv) == 0);
+		CHECK(poll(&p, 1, 0) == 0);
+		CHECK(h_post(&tb, 64, round % 2 ? 0 : 100, 1) == 0);
 		CHECK(poll(&p, 1, 5000) == 1);
-		WAIT_FOR(ta->rx_next_seq == (uint64_t)round + 1, 5);
-		/* Drained again once A has looked. */
-		for (int i = 0; i < 2 * SHM_EPOLL_EVERY; i++)
-			h_progress(a);
+		/* The first progress after the sleep drains the doorbell. */
+		h_progress(a);
+		CHECK(poll(&p, 1, 0) == 0);
+		WAIT_FOR(ta->rx_next_seq == 2 * (uint64_t)round + 2, 5);
 	}
 	h_side_close(b);
 	h_side_close(a);
