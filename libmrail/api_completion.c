@@ -207,9 +207,10 @@ MRAIL_API int mrail_wait_fd(mrail_engine_t *e, int *fd)
 	return rc;
 }
 
-/* Quiet passes before arming: a frame often follows the last one
- * closely, and a pass costs far less than a sleep and its wake-up. */
-#define WAIT_QUIET_PASSES 4
+/* Quiet passes before arming: as many as mrail_wait makes before it
+ * sleeps, since the ofi driver arms its wait objects itself after 16
+ * idle rounds (OFI_ARM_AFTER); shm arms in its trywait. */
+#define WAIT_QUIET_PASSES 64
 
 MRAIL_API int mrail_wait_prepare(mrail_engine_t *e)
 {
