@@ -197,6 +197,17 @@ static int poll_rings(struct mrail_drv *drv)
 	return n;
 }
 
+static void audit_rings(struct mrail_drv *drv)
+{
+	struct mrail_list *pos, *tmp;
+
+	dc_foreach_ep(pos, tmp, &drv->dc) {
+		struct mrail_drv_ep *ep = shm_ep(dc_ep_entry(pos));
+		if (ep->dc.state == DC_EP_CONNECTED)
+			shm_rx_audit(ep);
+	}
+}
+
 /*
  * The doorbells are armed only here, just before the engine sleeps, never
  * while it polls: a producer that finds its consumer armed makes a
@@ -234,6 +245,7 @@ static int shm_progress(struct mrail_drv *drv)
 	    mrail_list_empty(&drv->dc.eps)) {
 		drv->armed = false;
 		n += dc_epoll_dispatch(&drv->dc);
+		audit_rings(drv);
 	}
 	n += poll_rings(drv);
 	n += dc_run_completions(&drv->dc);

@@ -12,27 +12,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool parse_hdr(struct mrail_drv_ep *ep)
+/* A stamped word at the frame position (rx.pos): its fields, checked. */
+static bool parse_word(struct mrail_drv_ep *ep, uint64_t w)
 {
-	uint8_t h[SHM_FRAME_HDR_LEN];
-	uint32_t magic;
-
-	shm_ring_copy_out(&ep->rx, 0, h, sizeof h);
-	magic = shm_get_le32(h);
-	if ((magic & SHM_FRAME_MAGIC_MASK) != SHM_FRAME_MAGIC) {
+	if ((w & 0xff) != SHM_W_MAGIC) {
 		dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false, "malformed ring entry "
-			    "from %s: bad frame magic 0x%08x", ep->dc.remote_name,
-			    magic);
+			    "from %s: bad frame magic 0x%02x", ep->dc.remote_name,
+			    (unsigned)(w & 0xff));
 		return false;
 	}
-	if (magic >> 24 != SHM_FRAME_VERSION) {
+	if (((w >> 8) & 0xf) != SHM_FRAME_VERSION) {
 		dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false, "ring entry from %s has "
 			    "frame version %u, we speak %u", ep->dc.remote_name,
-			    magic >> 24, SHM_FRAME_VERSION);
+			    (unsigned)((w >> 8) & 0xf), SHM_FRAME_VERSION);
 		return false;
 	}
-	ep->rx_head_len = shm_get_le32(h + 4);
-	ep->rx_body_len = shm_get_le64(h + 8);
+	ep->rx_hdr_len = shm_frame_hdr_len(w);
+	ep->rx_head_len = (uint32_t)((w >> 16) & SHM_W_HEAD_MAX);
+	ep->rx_body_len = 0;
+	if (w & SHM_W_BODY) {
+		/* Written before the word: visible after its acquire. */
+		uint8_t len[8];
+		shm_ring_copy_out(&ep->rx, 8, len, sizeof len);
+		ep->rx_body_len = shm_get_le64(len);
+	}
 	if (ep->rx_head_len > SHM_MAX_HEAD || ep->rx_body_len > SHM_MAX_BODY) {
 		dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false, "malformed ring entry "
 			    "from %s: head of %u bytes (at most %zu), body of "
@@ -42,7 +45,40 @@ static bool parse_hdr(struct mrail_drv_ep *ep)
 			    (unsigned long long)SHM_MAX_BODY);
 		return false;
 	}
+	/* A whole frame needs no look at the tail (another cache line). */
+	if (w & SHM_W_WHOLE)
+		shm_ring_seen(&ep->rx, ep->rx.pos + ep->rx_hdr_len +
+					       ep->rx_head_len + ep->rx_body_len);
 	return true;
+}
+
+/*
+ * At a frame boundary: the next frame's word, polled where it will be
+ * (the next 64-byte boundary). 1: a frame starts at rx.pos now (padding
+ * consumed, fields parsed); 0: none yet; -1: the connection failed.
+ */
+static int next_frame(struct mrail_drv_ep *ep)
+{
+	uint64_t at = shm_pad64(ep->rx.pos);
+	uint64_t w = shm_ring_get_word(&ep->rx, at);
+
+	if ((w >> 40) != shm_frame_stamp(at)) {
+		/* Published bytes past the boundary, yet no frame there. */
+		if (ep->rx.peer >= at + 8) {
+			dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false,
+				   "malformed ring entry from %s: no frame "
+				   "stamp at ring position %llu",
+				   ep->dc.remote_name,
+				   (unsigned long long)at);
+			return -1;
+		}
+		return 0;
+	}
+	if (at != ep->rx.pos) {
+		shm_ring_seen(&ep->rx, at);
+		ep->rx.pos = at; /* the head index moves with the frame */
+	}
+	return parse_word(ep, w) ? 1 : -1;
 }
 
 /* The head is complete at `head`: hand it up. False if the connection
@@ -123,6 +159,11 @@ static int rx_loop(struct mrail_drv_ep *ep)
 	int frames = 0;
 
 	while (ep->dc.state == DC_EP_CONNECTED) {
+		if (ep->rx_state == SHM_RX_HDR) {
+			int r = next_frame(ep);
+			if (r <= 0)
+				break;
+		}
 		uint64_t avail = shm_ring_avail(&ep->rx);
 		if (avail == UINT64_MAX) {
 			dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false, "ring from %s is "
@@ -133,28 +174,17 @@ static int rx_loop(struct mrail_drv_ep *ep)
 		if (avail == 0)
 			break;
 		if (ep->rx_state == SHM_RX_HDR) {
-			/* Frames start 8-aligned: skip the zeros before. */
-			uint64_t pad = (-ep->rx.pos) & 7;
-			if (pad) {
-				if (avail < pad)
-					break;
-				shm_ring_consume(&ep->rx, pad);
-				continue;
-			}
-			if (avail < SHM_FRAME_HDR_LEN)
-				break;
-			if (!parse_hdr(ep))
-				break;
+			uint32_t hdr = ep->rx_hdr_len;
 			uint64_t hl = ep->rx_head_len, contig;
-			const uint8_t *p = shm_ring_peek(&ep->rx,
-							 SHM_FRAME_HDR_LEN,
-							 &contig);
-			if (avail >= SHM_FRAME_HDR_LEN + hl && contig >= hl) {
+			if (avail < hdr)
+				break;
+			const uint8_t *p = shm_ring_peek(&ep->rx, hdr, &contig);
+			if (avail >= hdr + hl && contig >= hl) {
 				/* In place: released after the upcall. */
 				bool ok = deliver_head(ep, p);
 				if (ep->dc.state == DC_EP_CLOSED)
 					break;
-				shm_ring_consume(&ep->rx, SHM_FRAME_HDR_LEN + hl);
+				shm_ring_consume(&ep->rx, hdr + hl);
 				if (ep->rx_body_len == 0)
 					frames++;
 				if (!ok)
@@ -167,7 +197,7 @@ static int rx_loop(struct mrail_drv_ep *ep)
 					   ep->rx_head_len);
 				break;
 			}
-			shm_ring_consume(&ep->rx, SHM_FRAME_HDR_LEN);
+			shm_ring_consume(&ep->rx, hdr);
 			ep->rx_state = SHM_RX_HEAD;
 			ep->rx_got = 0;
 			continue;
@@ -225,4 +255,12 @@ int shm_rx(struct mrail_drv_ep *ep)
 	    ep->dc.state != DC_EP_CLOSED && shm_ring_space_wanted(&ep->rx))
 		shm_ring_bell(ep);
 	return frames;
+}
+
+void shm_rx_audit(struct mrail_drv_ep *ep)
+{
+	if (ep->rx_state == SHM_RX_HDR && !shm_ring_refresh(&ep->rx))
+		dc_ep_fail(&ep->dc, MRAIL_ERR_PROTO, false, "ring from %s is "
+			    "corrupt (its tail is outside the ring)",
+			    ep->dc.remote_name);
 }

@@ -66,12 +66,23 @@ bool shm_ring_publish(struct shm_ring *r)
 					memory_order_relaxed) != 0;
 }
 
+/* The consumer may be ahead of the tail it reads: it takes a whole
+ * frame on its stamped word, stored before the tail (shm_ring_seen). So a
+ * tail behind our position says nothing new, and only one more than a
+ * ring ahead of it is corrupt. */
+static bool load_tail(struct shm_ring *r)
+{
+	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_acquire);
+	if (t > r->pos && t - r->pos > r->size)
+		return false;
+	if (t > r->peer)
+		r->peer = t;
+	return true;
+}
+
 uint64_t shm_ring_avail(struct shm_ring *r)
 {
-	if (r->peer == r->pos)
-		r->peer = atomic_load_explicit(&r->ctl->tail,
-					       memory_order_acquire);
-	if (r->peer < r->pos || r->peer - r->pos > r->size)
+	if (r->peer == r->pos && !load_tail(r))
 		return UINT64_MAX;
 	return r->peer - r->pos;
 }
@@ -108,8 +119,26 @@ bool shm_ring_arm(struct shm_ring *r)
 {
 	atomic_store_explicit(&r->ctl->armed, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
-	r->peer = atomic_load_explicit(&r->ctl->tail, memory_order_acquire);
-	return r->peer == r->pos;
+	/* A corrupt tail: not quiet; progress reports it. */
+	return load_tail(r) && r->peer == r->pos;
+}
+
+void shm_ring_put_word(struct shm_ring *r, uint64_t at, uint64_t word)
+{
+	atomic_store_explicit((_Atomic uint64_t *)(r->data + (at & r->mask)),
+			      word, memory_order_release);
+}
+
+uint64_t shm_ring_get_word(const struct shm_ring *r, uint64_t at)
+{
+	return atomic_load_explicit(
+		(_Atomic uint64_t *)(r->data + (at & r->mask)),
+		memory_order_acquire);
+}
+
+bool shm_ring_refresh(struct shm_ring *r)
+{
+	return load_tail(r);
 }
 
 bool shm_ring_want_space(struct shm_ring *r)

@@ -13,20 +13,26 @@
 #include <string.h>
 #include <unistd.h>
 
-static const uint8_t zeros[8];
+static const uint8_t zeros[SHM_FRAME_ALIGN];
 
-static const struct dc_frame_limits limits = {
+/* The header's first word is stored last (shm_ring_put_word): the record
+ * carries zeros there. A frame with a body vector has a 16-byte header. */
+static const struct dc_frame_limits limits_head = {
 	.max_head = SHM_MAX_HEAD,
 	.max_iov = SHM_MAX_BODY_IOV,
 	.max_body = SHM_MAX_BODY,
-	.hdr_len = SHM_FRAME_HDR_LEN,
+	.hdr_len = 8,
+};
+static const struct dc_frame_limits limits_body = {
+	.max_head = SHM_MAX_HEAD,
+	.max_iov = SHM_MAX_BODY_IOV,
+	.max_body = SHM_MAX_BODY,
+	.hdr_len = 16,
 };
 
-static void put_frame_hdr(uint8_t *hdr, size_t head_len, uint64_t body_len)
+static const struct dc_frame_limits *frame_limits(int body_cnt)
 {
-	shm_put_le32(hdr, SHM_FRAME_MAGIC | SHM_FRAME_VERSION << 24);
-	shm_put_le32(hdr + 4, (uint32_t)head_len);
-	shm_put_le64(hdr + 8, body_len);
+	return body_cnt ? &limits_body : &limits_head;
 }
 
 /*
@@ -39,27 +45,33 @@ static int send_whole(struct mrail_drv_ep *ep, const void *head,
 		      size_t head_len, const struct iovec *body, int body_cnt,
 		      void *send_ctx)
 {
-	uint8_t hdr[SHM_FRAME_HDR_LEN];
+	const struct dc_frame_limits *lim = frame_limits(body_cnt);
 	uint64_t body_len;
-	int rc = dc_send_check(&ep->dc, &limits, head, head_len, body,
-			       body_cnt, &body_len);
+	int rc = dc_send_check(&ep->dc, lim, head, head_len, body, body_cnt,
+			       &body_len);
 
 	if (rc)
 		return rc;
-	uint64_t pad = (-ep->tx.pos) & 7;
-	uint64_t total = pad + SHM_FRAME_HDR_LEN + head_len + body_len;
+	uint64_t at = shm_pad64(ep->tx.pos), pad = at - ep->tx.pos;
+	uint64_t total = pad + lim->hdr_len + head_len + body_len;
 	if (shm_ring_space(&ep->tx, total) < total)
 		return 0;
 	struct dc_send *rec = dc_send_record(&ep->dc, send_ctx);
 	if (!rec)
 		return MRAIL_ERR_NOMEM;
-	put_frame_hdr(hdr, head_len, body_len);
 	if (pad)
 		shm_ring_write(&ep->tx, zeros, pad);
-	shm_ring_write(&ep->tx, hdr, sizeof hdr);
+	ep->tx.pos += 8; /* the word, stored last */
+	if (body_cnt) {
+		uint8_t len[8];
+		shm_put_le64(len, body_len);
+		shm_ring_write(&ep->tx, len, sizeof len);
+	}
 	shm_ring_write(&ep->tx, head, head_len);
 	for (int i = 0; i < body_cnt; i++)
 		shm_ring_write(&ep->tx, body[i].iov_base, body[i].iov_len);
+	shm_ring_put_word(&ep->tx, at,
+			  shm_frame_word(at, (uint32_t)head_len, body_cnt, 1));
 	if (shm_ring_publish(&ep->tx))
 		shm_ring_bell(ep);
 	dc_done_push(rec, 0);
@@ -77,11 +89,13 @@ int shm_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 		if (rc != 0)
 			return rc < 0 ? rc : MRAIL_OK;
 	}
-	rc = dc_send_begin(&ep->dc, &limits, head, head_len, body, body_cnt,
-			   send_ctx, &rec);
+	rc = dc_send_begin(&ep->dc, frame_limits(body_cnt), head, head_len,
+			   body, body_cnt, send_ctx, &rec);
 	if (rc)
 		return rc;
-	put_frame_hdr(rec->hdr, head_len, rec->body_len);
+	memset(rec->hdr, 0, 8); /* the word: at flush time */
+	if (body_cnt)
+		shm_put_le64(rec->hdr + 8, rec->body_len);
 	dc_sendq_push(&ep->dc, rec);
 	if (ep->dc.state == DC_EP_CONNECTED)
 		shm_flush(ep);
@@ -124,22 +138,32 @@ int shm_flush(struct mrail_drv_ep *ep)
 		struct dc_send *rec = dc->sq_head;
 		bool fresh = rec->iov_pos == 0 &&
 			     rec->iov[0].iov_base == (void *)rec->hdr;
-		uint64_t pad = fresh ? (-ep->tx.pos) & 7 : 0;
+		uint64_t at = fresh ? shm_pad64(ep->tx.pos) : ep->tx.pos;
+		uint64_t pad = at - ep->tx.pos;
+		/* A fresh frame starts only with its whole header in. */
+		uint64_t need = pad + (fresh ? rec->iov[0].iov_len : 1);
 		uint64_t space = shm_ring_space(&ep->tx, pad + rec->left);
 
 		/* Full: have the consumer wake us when it frees space, unless
 		 * it did so just now. */
-		if (space <= pad && !(shm_ring_want_space(&ep->tx) &&
-				      (space = shm_ring_space(&ep->tx, pad + 1)) >
-					      pad))
+		if (space < need && !(shm_ring_want_space(&ep->tx) &&
+				      (space = shm_ring_space(&ep->tx, need)) >=
+					      need))
 			break;
 		if (pad) {
 			shm_ring_write(&ep->tx, zeros, pad);
 			space -= pad;
 			wrote += pad;
 		}
-		uint64_t n = write_rec(&ep->tx, rec, space);
 		uint64_t left = rec->left;
+		uint64_t word = fresh ? shm_frame_word(
+						at, (uint32_t)rec->iov[1].iov_len,
+						rec->iov[0].iov_len == 16, 0)
+				      : 0;
+		uint64_t n = write_rec(&ep->tx, rec, space);
+		if (fresh)
+			shm_ring_put_word(&ep->tx, at,
+					  word | (n == left ? SHM_W_WHOLE : 0));
 		wrote += n;
 		dc_sendq_consume(dc, n);
 		if (n < left)

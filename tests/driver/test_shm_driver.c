@@ -707,15 +707,20 @@ static void raw_close(struct raw_peer *r)
 static int test_bad_frames(void)
 {
 	struct side *a = h_side_open("A");
-	static const struct {
-		uint8_t bytes[16];
-		uint64_t tail; /* 0: 16 */
+	/* Frame words at ring position 0 (shm_internal.h, version 2). */
+	const uint64_t ok = shm_frame_word(0, 16, 0, 1);
+	const struct {
+		uint64_t word;
+		uint64_t tail; /* 0: 24 */
 		const char *why;
 	} cases[] = {
-		{{'X', 'R', 'S', 1}, 0, "bad frame magic"},
-		{{'M', 'R', 'S', 9}, 0, "frame version 9"},
-		{{'M', 'R', 'S', 1, 0, 0, 0x20}, 0, "head of 2097152 bytes"},
-		{{'M', 'R', 'S', 1}, 8192, "tail is outside the ring"},
+		{(ok & ~0xffULL) | 'X', 0, "bad frame magic"},
+		{(ok & ~0xf00ULL) | 9 << 8, 0, "frame version 9"},
+		{shm_frame_word(0, 2 << 20, 0, 1), 0, "head of 2097152 bytes"},
+		{shm_frame_word(0, 16, 0, 0), 8192, "tail is outside the ring"},
+		/* Bytes published, but no frame stamped where one must be. */
+		{0x1111111111111111ULL, 0, "no frame stamp"},
+		{shm_frame_word(4096, 16, 0, 1), 0, "no frame stamp"},
 	};
 
 	CHECK(h_side_listen(a, NULL));
@@ -725,8 +730,8 @@ static int test_bad_frames(void)
 		raw_open(&r, a);
 		WAIT_FOR(a->naccepted == before + 1, 10);
 		struct tep *t = &a->acc[before];
-		memcpy(r.ring0, cases[i].bytes, 16);
-		atomic_store(&r.h->ctl[0].tail, cases[i].tail ? cases[i].tail : 16);
+		memcpy(r.ring0, &cases[i].word, 8);
+		atomic_store(&r.h->ctl[0].tail, cases[i].tail ? cases[i].tail : 24);
 		WAIT_FOR(t->errors, 10);
 		CHECKF(t->error_status == MRAIL_ERR_PROTO &&
 			       strstr(t->why, cases[i].why),
