@@ -217,8 +217,11 @@ static int frames_with(const char *params)
 		CHECK(h_post(&tb, 64, (uint64_t)i * 1000, i ? 3 : 0) == 0);
 		CHECK(h_post(ta, 64, (uint64_t)i * 999, i ? 2 : 0) == 0);
 	}
+	/* A body may still be streaming when its frame is counted. */
 	WAIT_FOR(ta->rx_next_seq == 150 && tb.rx_next_seq == 80 &&
-			 !ta->tx_outstanding && !tb.tx_outstanding,
+			 !ta->tx_outstanding && !tb.tx_outstanding &&
+			 ta->bodies_started == ta->bodies_done &&
+			 tb.bodies_started == tb.bodies_done,
 		 30);
 	CHECK(ops->ep_backlog(tb.ep) == 0);
 
@@ -490,7 +493,9 @@ static int test_wait_fd(void)
 		/* The first progress after the sleep drains the doorbell. */
 		h_progress(a);
 		CHECK(poll(&p, 1, 0) == 0);
-		WAIT_FOR(ta->rx_next_seq == 2 * (uint64_t)round + 2, 5);
+		WAIT_FOR(ta->rx_next_seq == 2 * (uint64_t)round + 2 &&
+				 !tb.tx_outstanding,
+			 5);
 	}
 	h_side_close(b);
 	h_side_close(a);
