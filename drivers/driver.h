@@ -236,7 +236,11 @@ struct mrail_drv_ops {
 	/* Bytes posted on ep but not yet handed to the network. */
 	uint64_t (*ep_backlog)(struct mrail_drv_ep *ep);
 
-	/* Make progress, run upcalls. Returns events handled (>= 0). */
+	/* Make progress, run upcalls. Returns events handled (>= 0). It may
+	 * return 0 while work waits on a source it skips on some passes
+	 * (tcp reads one or two sockets directly and its epoll set every
+	 * fifth pass; shm its sockets every 1024th): wait_fd is readable
+	 * then, so an engine about to sleep wakes at once. */
 	int (*progress)(struct mrail_drv *drv);
 
 	/* An fd that becomes readable when progress() has work (for blocking

@@ -3,8 +3,9 @@
  * halves_strategy.c, which counts its eager_rail calls) and one loopback
  * rail: a plugin is asked for every packet even on a gate with a single
  * rail, where the engine places a lone message itself under the built-in
- * `split` and `single` (docs/extending.md). Each rank sends ROUNDS messages, one at a time;
- * the plugin's eager_rail must have been called at least that often.
+ * `split` and `single` (docs/extending.md). Each rank sends ROUNDS
+ * messages, one at a time; the plugin's eager_rail must have been called
+ * at least that often.
  */
 #include "../engine/harness.h"
 
