@@ -176,7 +176,9 @@ void drivers_close(struct mrail_engine *e)
  * carries every peer, tcp's empty epoll_wait was half of each idle pass
  * under MPI (perf, docs/mpi-ompi.md "budget"), and still a sixth of it
  * at every 16th pass. So it runs every UNPLANNED_EVERY passes (a
- * connection then waits tens of microseconds more).
+ * connection then waits up to a few hundred microseconds more): on a
+ * guest whose system calls cost 1.2 us, every 256th pass was still one
+ * epoll_wait per few microseconds of polling (docs/driver-shm.md).
  */
 #define UNPLANNED_EVERY 4096
 

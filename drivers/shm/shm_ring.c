@@ -68,7 +68,7 @@ bool shm_ring_publish(struct shm_ring *r)
 
 /* The consumer may be ahead of the tail it reads: it takes a whole
  * frame on its stamped word, stored before the tail (shm_ring_seen). So a
- * tail behind our position says nothing new, and only one more than a
+ * tail behind our position says nothing new; only a tail more than a
  * ring ahead of it is corrupt. */
 static bool load_tail(struct shm_ring *r)
 {
