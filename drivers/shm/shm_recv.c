@@ -74,9 +74,9 @@ static int next_frame(struct mrail_drv_ep *ep)
 		}
 		return 0;
 	}
-	if (at != ep->rx.pos) {
+	if (at != ep->rx.pos) { /* the padding, consumed: its slot cleared */
 		shm_ring_seen(&ep->rx, at);
-		ep->rx.pos = at; /* the head index moves with the frame */
+		shm_ring_consume(&ep->rx, at - ep->rx.pos);
 	}
 	return parse_word(ep, w) ? 1 : -1;
 }

@@ -109,9 +109,29 @@ void shm_ring_copy_out(const struct shm_ring *r, uint64_t off, void *dst,
 		memcpy((uint8_t *)dst + contig, r->data, len - contig);
 }
 
+/*
+ * The word slot of every line start consumed is cleared before the space
+ * goes back to the producer (the head's release orders it before the
+ * producer's next writes there). So a line start the consumer polls holds
+ * zero or a word stored this lap, never an earlier lap's payload that
+ * might look like a word: without it, random payload matched a stamp once
+ * in 2^24 frame boundaries.
+ */
 void shm_ring_consume(struct shm_ring *r, uint64_t len)
 {
-	r->pos += len;
+	uint64_t end = r->pos + len;
+	/* Only slots consumed whole: the bytes after `end` are not read yet
+	 * (a body may start inside a slot); a slot cut by `end` is cleared
+	 * by the consume that covers its end. */
+	uint64_t at = r->pos & ~(uint64_t)(SHM_FRAME_ALIGN - 1);
+
+	if (at + 8 <= r->pos)
+		at += SHM_FRAME_ALIGN;
+	for (; at + 8 <= end; at += SHM_FRAME_ALIGN)
+		atomic_store_explicit(
+			(_Atomic uint64_t *)(r->data + (at & r->mask)), 0,
+			memory_order_relaxed);
+	r->pos = end;
 	atomic_store_explicit(&r->ctl->head, r->pos, memory_order_release);
 }
 
