@@ -223,7 +223,10 @@ static int shm_trywait(struct mrail_drv *drv)
 	drv->armed = true;
 	dc_foreach_ep(pos, tmp, &drv->dc) {
 		struct mrail_drv_ep *ep = shm_ep(dc_ep_entry(pos));
-		if (ep->dc.state == DC_EP_CONNECTED && !shm_ring_arm(&ep->rx))
+		if (ep->dc.state != DC_EP_CONNECTED)
+			continue;
+		shm_rx_release(ep); /* no space held while we sleep */
+		if (!shm_ring_arm(&ep->rx))
 			rc = MRAIL_ERR_AGAIN; /* bytes came meanwhile */
 	}
 	return rc;

@@ -136,6 +136,7 @@ struct shm_ring {
 	uint64_t size, mask;
 	uint64_t pos;    /* producer: tail; consumer: head (local copy) */
 	uint64_t peer;   /* the other side's last seen position */
+	uint64_t freed;  /* consumer: the head last given back */
 };
 
 void shm_ring_init(struct shm_ring *r, struct shm_ring_ctl *ctl, uint8_t *data,
@@ -158,6 +159,8 @@ void shm_ring_copy_out(const struct shm_ring *r, uint64_t off, void *dst,
 		       uint64_t len);
 /* Consumer: release len bytes to the producer. */
 void shm_ring_consume(struct shm_ring *r, uint64_t len);
+/* Consumer: give the space consumed so far back to the producer. */
+void shm_ring_release(struct shm_ring *r);
 /* Consumer: ask the producer for a doorbell; false if bytes arrived
  * meanwhile (then do not sleep). */
 bool shm_ring_arm(struct shm_ring *r);
@@ -290,6 +293,9 @@ int shm_rx(struct mrail_drv_ep *ep);
 /* Now and then: reload the tail, for what polling the frame words cannot
  * see (bytes published that are no frame, a tail outside the ring). */
 void shm_rx_audit(struct mrail_drv_ep *ep);
+/* Give consumed space back (shm_ring_release) and ring a producer that
+ * waits for it. */
+void shm_rx_release(struct mrail_drv_ep *ep);
 
 /* ---- shm_rma.c --------------------------------------------------------- */
 extern const struct mrail_drv_rma_ops shm_rma_ops;

@@ -250,11 +250,21 @@ int shm_rx(struct mrail_drv_ep *ep)
 	ep->in_rx = true;
 	frames = rx_loop(ep);
 	ep->in_rx = false;
-	/* Freed space a waiting producer asked to hear of. */
-	if (ep->rx.pos != before && ep->peer_bell >= 0 &&
-	    ep->dc.state != DC_EP_CLOSED && shm_ring_space_wanted(&ep->rx))
-		shm_ring_bell(ep);
+	/* Space goes back when the ring is found empty (after the answers
+	 * the frames made us send), or once a quarter of it waits. */
+	if (ep->rx.freed != ep->rx.pos && ep->dc.state != DC_EP_CLOSED &&
+	    (ep->rx.pos == before ||
+	     ep->rx.pos - ep->rx.freed >= ep->rx.size / 4))
+		shm_rx_release(ep);
 	return frames;
+}
+
+void shm_rx_release(struct mrail_drv_ep *ep)
+{
+	shm_ring_release(&ep->rx);
+	/* Freed space a waiting producer asked to hear of. */
+	if (ep->peer_bell >= 0 && shm_ring_space_wanted(&ep->rx))
+		shm_ring_bell(ep);
 }
 
 void shm_rx_audit(struct mrail_drv_ep *ep)
