@@ -517,6 +517,77 @@ static int test_wait_fd(void)
 	return 0;
 }
 
+/* ---- stale words -------------------------------------------------------- */
+
+#define STALE_MAGIC 0x53454c4154535f53ULL /* "S_STALES" */
+static uint64_t stale_frames;
+
+static bool stale_frame(struct tep *t, const uint8_t *head, size_t len)
+{
+	uint64_t m;
+	(void)t;
+	memcpy(&m, head, sizeof m);
+	if (m != STALE_MAGIC)
+		return false; /* a harness frame: checked as usual */
+	CHECK(len == 3008);
+	stale_frames++;
+	return true;
+}
+
+static bool stale_send_done(struct tep *t, void *ctx, int status)
+{
+	(void)t;
+	CHECK(status == 0);
+	return ctx == &stale_frames;
+}
+
+/*
+ * A payload made of words that would be valid one lap later at their own
+ * ring positions: every line start the consumer polls next lap must hold
+ * zero or a word stored then, never what this payload left (the
+ * consumer clears the slots it consumed). Fails when it does not.
+ */
+static int test_stale_words(void)
+{
+	struct side *a, *b;
+	struct tep tb;
+	struct tep *ta = pair_params(&a, &b, "ring=4K", "ring=4K", &tb);
+	static uint64_t head[3008 / 8];
+	const uint64_t ring = 4096;
+
+	ta->on_frame = stale_frame;
+	tb.on_send_done = stale_send_done;
+	for (int lap = 0; lap < 3; lap++) {
+		/* Nothing queued: the frame goes in whole at the next line. */
+		uint64_t at = shm_pad64(((struct mrail_drv_ep *)tb.ep)->tx.pos);
+		head[0] = STALE_MAGIC;
+		for (size_t i = 1; i < sizeof head / 8; i++) {
+			uint64_t q = at + 8 + 8 * i;
+			head[i] = q % SHM_FRAME_ALIGN ? 0x0101010101010101ULL * i
+						      : shm_frame_word(q + ring, 16,
+								       0, 1);
+		}
+		uint64_t before = stale_frames;
+		CHECK(h_send(&tb, head, sizeof head, NULL, 0, &stale_frames) ==
+		      0);
+		WAIT_FOR(stale_frames == before + 1, 10);
+		/* One small frame at a time, the consumer polling the next
+		 * boundary in between: a lap of them over the payload. */
+		for (int i = 0; i < 40; i++) {
+			uint64_t seq = ta->rx_next_seq;
+			CHECK(h_post(&tb, 64, 0, 0) == 0);
+			WAIT_FOR(ta->rx_next_seq == seq + 1, 10);
+			for (int k = 0; k < 4; k++)
+				h_progress(a);
+			CHECK(!ta->errors && !tb.errors);
+		}
+		WAIT_FOR(!tb.tx_outstanding, 10);
+	}
+	h_side_close(b);
+	h_side_close(a);
+	return 0;
+}
+
 /* ---- failures ---------------------------------------------------------- */
 
 /* Count our mappings of shm segments (memfd "mrail-shm"). */
@@ -797,6 +868,7 @@ static const struct {
 	{"rma", test_rma},
 	{"rma-fork", test_rma_fork},
 	{"wait-fd", test_wait_fd},
+	{"stale-words", test_stale_words},
 	{"peer-killed", test_peer_killed},
 	{"close-pending", test_close_pending},
 	{"bad-frames", test_bad_frames},
