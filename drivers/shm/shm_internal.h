@@ -157,7 +157,8 @@ const uint8_t *shm_ring_peek(const struct shm_ring *r, uint64_t off,
 			     uint64_t *contig);
 void shm_ring_copy_out(const struct shm_ring *r, uint64_t off, void *dst,
 		       uint64_t len);
-/* Consumer: release len bytes to the producer. */
+/* Consumer: len bytes read; the producer gets them back at the next
+ * shm_ring_release. */
 void shm_ring_consume(struct shm_ring *r, uint64_t len);
 /* Consumer: give the space consumed so far back to the producer. */
 void shm_ring_release(struct shm_ring *r);

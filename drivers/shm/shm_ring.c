@@ -1,7 +1,8 @@
 /*
  * Single-producer/single-consumer byte rings in the shared segment. Each
  * side keeps its own position locally and publishes it with one release
- * store; the other side's position is reloaded only when the cached one
+ * store (the consumer in batches: shm_ring_release); the other side's
+ * position is reloaded only when the cached one
  * says the ring is full (producer) or empty (consumer), so a steady
  * stream costs one shared-line transfer per batch, not per byte.
  *
