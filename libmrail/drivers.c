@@ -157,6 +157,15 @@ int drivers_open(struct mrail_engine *e)
 	return rc;
 }
 
+size_t drivers_eager_hint_max(const struct mrail_engine *e)
+{
+	size_t m = 0;
+	for (unsigned i = 0; i < e->ndrv; i++)
+		if (e->drivers[i].caps.eager_max_hint > m)
+			m = e->drivers[i].caps.eager_max_hint;
+	return m;
+}
+
 void drivers_close(struct mrail_engine *e)
 {
 	for (unsigned i = 0; i < e->ndrv; i++)

@@ -45,6 +45,8 @@ unsigned drivers_wait_fds(struct mrail_engine *e, int *fds, unsigned max);
 /* Before sleeping on the wait fds: arm the drivers (ops->trywait); true
  * if one has work already (progress instead of sleeping). Lock held. */
 bool drivers_trywait(struct mrail_engine *e);
+/* The largest eager_max_hint of the instances (0 with none). */
+size_t drivers_eager_hint_max(const struct mrail_engine *e);
 struct drv_instance *drivers_find(struct mrail_engine *e, const char *name);
 
 /* mem.c: memory registration through the instance's cache; an entry's

@@ -332,8 +332,20 @@ int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 		return rc;
 	if (e->cfg.eager_max > e->max_head / 2)
 		e->cfg.eager_max = e->max_head / 2;
+	/* Packets hold the largest eager message of any rail: a driver's
+	 * hint may raise its rails' switch above the default (rail_new). */
+	size_t eager_top = e->cfg.eager_max;
+	if (e->eager_auto) {
+		size_t hint = drivers_eager_hint_max(e);
+		if (hint > MRAIL_EAGER_MAX_LIMIT)
+			hint = MRAIL_EAGER_MAX_LIMIT;
+		if (hint > e->max_head / 2)
+			hint = e->max_head / 2;
+		if (hint > eager_top)
+			eager_top = hint;
+	}
 	e->packet_cap = sizeof(struct mrail_wire_imm) +
-			mrail_wire_eager_size(e->cfg.eager_max) +
+			mrail_wire_eager_size(eager_top) +
 			sizeof(struct mrail_wire_pkt_hdr);
 	if (e->packet_cap < 65536)
 		e->packet_cap = 65536;

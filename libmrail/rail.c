@@ -8,6 +8,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The eager/rendezvous switch before any profile: the configured one; when
+ * it is automatic, raised to the driver's eager_max_hint where that is
+ * higher (shm copies 64 KiB through its rings faster than a rendezvous
+ * takes around its single copy: docs/driver-shm.md). A hint never lowers
+ * it: lowering is for a profile, which measured (model.c). Bounded by
+ * what one packet carries (engine.c sizes packets for the largest hint).
+ */
+static size_t rail_default_eager_max(const struct mrail_engine *e,
+				     const struct local_rail *l)
+{
+	size_t m = e->cfg.eager_max;
+	if (e->eager_auto && l->caps.eager_max_hint > m)
+		m = l->caps.eager_max_hint;
+	if (m > l->caps.max_head / 2)
+		m = l->caps.max_head / 2;
+	size_t fit = e->packet_cap - sizeof(struct mrail_wire_pkt_hdr) -
+		     sizeof(struct mrail_wire_imm) - mrail_wire_eager_size(0);
+	return m < fit ? m : fit;
+}
+
 struct rail *rail_new(struct mrail_engine *e, struct local_rail *l)
 {
 	struct rail *r = calloc(1, sizeof *r);
@@ -18,9 +39,7 @@ struct rail *rail_new(struct mrail_engine *e, struct local_rail *l)
 	mrail_list_init(&r->retained);
 	r->engine = e;
 	r->local = l;
-	r->eager_max = e->cfg.eager_max;
-	if (r->eager_max > l->caps.max_head / 2)
-		r->eager_max = l->caps.max_head / 2;
+	r->eager_max = rail_default_eager_max(e, l);
 	/* Until the sampler provides a profile: the driver's nominal speed,
 	 * else a conservative 1 GB/s, 10 us. */
 	r->bandwidth = l->caps.nominal_bandwidth > 0 ? l->caps.nominal_bandwidth

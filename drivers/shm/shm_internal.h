@@ -95,7 +95,7 @@ static inline uint64_t shm_pad64(uint64_t n)
 #define SHM_MAX_HEAD (((size_t)1 << 20) + 4096)
 #define SHM_MAX_BODY ((uint64_t)1 << 48)
 #define SHM_MAX_BODY_IOV 64
-#define SHM_EAGER_MAX_HINT 32768
+#define SHM_EAGER_MAX_HINT 65536
 #define SHM_MAX_RMA ((uint64_t)1 << 30)
 #define SHM_RING_DEFAULT ((uint32_t)256 << 10)
 #define SHM_RING_MIN ((uint32_t)4 << 10)
