@@ -13,7 +13,7 @@ void bench_report_open(struct bench_report *r, const struct bench_opts *o,
 {
 	memset(r, 0, sizeof *r);
 	r->opts = o;
-	char eager[32] = "auto (profiles, else 32768 B)";
+	char eager[64] = "auto (profiles, else 32768 B; shm 65536 B)";
 	if (s->eager_max != MRAIL_EAGER_MAX_AUTO)
 		snprintf(eager, sizeof eager, "%zu B", s->eager_max);
 	printf("# mrail-bench: %u ranks, rank 0 <-> rank %u, %d rail(s), "
