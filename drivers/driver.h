@@ -45,6 +45,12 @@ enum mrail_drv_cap_flags {
 	 * messages posted back to back to one peer and send them as one
 	 * frame at its next progress pass (docs/bursts.md). */
 	MRAIL_DRV_CAP_SEND_SYSCALL = 1u << 5,
+	/* get and put are copies made by the calling process's CPU inside
+	 * the call (cross-memory attach), not by a NIC: the engine may
+	 * share one transfer's copying between both ends, the receiver
+	 * reading a part while the sender writes the rest
+	 * (docs/driver-shm.md, "Sharing the copy"). */
+	MRAIL_DRV_CAP_RMA_CPU = 1u << 6,
 };
 
 struct mrail_drv_caps {

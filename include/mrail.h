@@ -428,6 +428,14 @@ enum mrail_req_flags {
 	 * reads with mrail_request_data() or a probe's *_data call, outside
 	 * the payload (libfabric's remote CQ data). Invalid for receives. */
 	MRAIL_REQ_DATA = 1u << 2,
+	/* Send: the caller waits for this send now (a blocking send, as
+	 * MPI_Send), so its engine progresses until it completes. Between
+	 * processes of one host the receiver may then hand the sender half
+	 * of a large payload to copy, both copying at once
+	 * (docs/driver-shm.md, "Sharing the copy"). Without it (and without
+	 * a progress thread) the receiver copies alone and never waits for
+	 * the sender to call in. Invalid for receives. */
+	MRAIL_REQ_WAITING = 1u << 3,
 };
 
 /*

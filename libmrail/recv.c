@@ -162,6 +162,9 @@ static struct unexpected *unexpected_new(struct mrail_engine *e,
 	u->pulled = NULL;
 	u->gate = g;
 	u->rma = rma;
+	if (rma && !is_eager_rec(rec))
+		rma->sender_attentive =
+			!!(rec->u.rts.h.flags & MRAIL_WIRE_RTS_ATTENTIVE);
 	u->self_send = NULL;
 	u->has_imm = rec->has_data;
 	u->imm = rec->data;

@@ -90,11 +90,12 @@ int request_args_check(const struct mrail_req_args *a, int is_send,
 		return buffer_args_valid(NULL, 0, buf, len) ? MRAIL_OK
 							    : MRAIL_ERR_INVALID;
 	/* Version 1 ends before `data`: MRAIL_REQ_DATA needs 2. */
-	unsigned known = MRAIL_REQ_SYNC | MRAIL_REQ_KEEP |
+	unsigned known = MRAIL_REQ_SYNC | MRAIL_REQ_KEEP | MRAIL_REQ_WAITING |
 			 (a->version >= 2 ? MRAIL_REQ_DATA : 0);
 	if (a->version < 1 || a->version > MRAIL_REQ_ARGS_VERSION ||
 	    (a->flags & ~known) ||
-	    (!is_send && (a->flags & (MRAIL_REQ_SYNC | MRAIL_REQ_DATA))) ||
+	    (!is_send && (a->flags & (MRAIL_REQ_SYNC | MRAIL_REQ_DATA |
+				      MRAIL_REQ_WAITING))) ||
 	    ((uintptr_t)a->storage % _Alignof(max_align_t)))
 		return MRAIL_ERR_INVALID;
 	if (a->iov || a->iovcnt) {

@@ -37,6 +37,7 @@ enum req_phase {
 #define REQF_KEEP MRAIL_REQ_KEEP
 /* Send: carries `data`; receive: the matched message carried `data`. */
 #define REQF_DATA MRAIL_REQ_DATA
+#define REQF_WAITING MRAIL_REQ_WAITING
 #define REQF_STORAGE (1u << 8) /* caller's memory: never free()d */
 #define REQF_DETACHED (1u << 9) /* engine's copy of a completed send */
 #define REQF_PULL (1u << 10) /* pulls a buffered payload early (pull.c) */

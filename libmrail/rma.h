@@ -38,6 +38,7 @@ struct rdv_rma {
 	uint64_t read_bytes;    /* receiver: payload it read by RDMA */
 	uint64_t fin_bytes;     /* sender: payload the receiver read */
 	struct rail *fin_rail;  /* receiver: where GET_FIN goes */
+	int sender_attentive;   /* receiver: its RTS said ATTENTIVE */
 };
 
 /* An RDMA-written chunk: PUT_FIN follows when all its puts are done. */

@@ -143,11 +143,15 @@ static int pack_one(struct mrail_engine *e, struct gate *g, struct rail *rail,
 		return rc;
 	put_imm(op, r);
 	at = op->buf + op->len;
-	/* A copy's sender is done: the receiver may pull it early. */
+	/* A copy's sender is done: the receiver may pull it early. A
+	 * sender that keeps progressing may be asked to copy a part. */
+	unsigned flags = 0;
+	if (r->flags & REQF_DETACHED)
+		flags = MRAIL_WIRE_RTS_BUFFERED;
+	else if ((r->flags & REQF_WAITING) || e->progress_thread_running)
+		flags = MRAIL_WIRE_RTS_ATTENTIVE;
 	op->len += mrail_wire_put_rts_flags(at, r->seq, r->tag, r->len, r->id,
-					    (r->flags & REQF_DETACHED)
-						    ? MRAIL_WIRE_RTS_BUFFERED
-						    : 0);
+					    flags);
 	busy_tx_reserve(g, r->len);
 	r->phase = REQ_RDV_WAIT_RTR;
 	mrail_list_append(&g->rdv, &r->gate_link);

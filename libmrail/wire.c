@@ -118,7 +118,8 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 		*why = "unknown RTR flags";
 		return -1;
 	}
-	if (rh.type == MRAIL_WIRE_RTS && (rh.flags & ~MRAIL_WIRE_RTS_BUFFERED)) {
+	if (rh.type == MRAIL_WIRE_RTS &&
+	    (rh.flags & ~(MRAIL_WIRE_RTS_BUFFERED | MRAIL_WIRE_RTS_ATTENTIVE))) {
 		*why = "unknown RTS flags";
 		return -1;
 	}

@@ -17,7 +17,7 @@
 #include "util/auth.h"
 
 #define MRAIL_WIRE_MAGIC 0x50524d00u /* "\0MRP" read as little-endian u32 */
-#define MRAIL_WIRE_VERSION 7u
+#define MRAIL_WIRE_VERSION 8u
 
 enum mrail_wire_type {
 	MRAIL_WIRE_EAGER = 1,     /* a whole small message */
@@ -52,6 +52,11 @@ enum mrail_wire_type {
  * eager credit): the receiver may pull it before a receive matches
  * (libmrail/pull.c). Never set for a synchronous send. */
 #define MRAIL_WIRE_RTS_BUFFERED 0x01u
+/* RTS flag (v8): the sender's engine progresses until this send completes
+ * (its caller waits on it, or a progress thread runs): the receiver may
+ * ask it to write part of the payload (RTR_PUT) where it could read it
+ * all, and count on it being done soon (libmrail/rdv.c, share_part). */
+#define MRAIL_WIRE_RTS_ATTENTIVE 0x02u
 /* Bytes of a packed remote key (drivers/driver.h MRAIL_DRV_RKEY_MAX). */
 #define MRAIL_WIRE_RKEY_MAX 48
 

@@ -132,7 +132,8 @@ static void shm_query_caps(struct mrail_drv *drv, struct mrail_drv_caps *caps)
 	if (drv->cma)
 		caps->flags |= MRAIL_DRV_CAP_RDMA_READ |
 			       MRAIL_DRV_CAP_RDMA_WRITE |
-			       MRAIL_DRV_CAP_NEEDS_REG;
+			       MRAIL_DRV_CAP_NEEDS_REG |
+			       MRAIL_DRV_CAP_RMA_CPU;
 	caps->nominal_bandwidth = 10e9;
 	caps->nominal_latency = 0.3e-6;
 	caps->max_rma = drv->cma ? SHM_MAX_RMA : 0;

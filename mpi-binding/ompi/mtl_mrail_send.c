@@ -27,7 +27,7 @@ static void send_done(mrail_request_t *mreq, const mrail_status_t *st,
 
 static int post_send(struct ompi_communicator_t *comm, int dest, int tag,
 		     struct opal_convertor_t *convertor,
-		     mca_pml_base_send_mode_t mode,
+		     mca_pml_base_send_mode_t mode, bool waiting,
 		     struct mtl_mrail_request *r, mrail_request_cb_t cb)
 {
 	mrail_peer_t peer;
@@ -61,6 +61,10 @@ static int post_send(struct ompi_communicator_t *comm, int dest, int tag,
 	a.cb_ctx = r;
 	if (mode == MCA_PML_BASE_SEND_SYNCHRONOUS)
 		a.flags |= MRAIL_REQ_SYNC;
+	/* The caller waits in opal_progress: a same-host receiver may ask
+	 * us to copy part of a large payload (docs/driver-shm.md). */
+	if (waiting)
+		a.flags |= MRAIL_REQ_WAITING;
 	rc = mrail_isend_x(ompi_mtl_mrail.engine, peer, r->buf,
 			   a.iov ? 0 : r->len,
 			   mrail_mtl_send_bits(comm->c_contextid,
@@ -81,8 +85,7 @@ int mtl_mrail_isend(struct mca_mtl_base_module_t *mtl,
 		    mca_mtl_request_t *mtl_request)
 {
 	(void)mtl;
-	(void)blocking;
-	return post_send(comm, dest, tag, convertor, mode,
+	return post_send(comm, dest, tag, convertor, mode, blocking,
 			 (struct mtl_mrail_request *)mtl_request, send_done);
 }
 
@@ -120,7 +123,8 @@ int mtl_mrail_send(struct mca_mtl_base_module_t *mtl,
 	/* ompi_req is only a cookie here: blocking_done finds `b` in it. */
 	r->super.ompi_req = (struct ompi_request_t *)&b;
 	r->super.completion_callback = NULL;
-	int rc = post_send(comm, dest, tag, convertor, mode, r, blocking_done);
+	int rc = post_send(comm, dest, tag, convertor, mode, true, r,
+			   blocking_done);
 	if (rc != OMPI_SUCCESS)
 		return rc;
 	while (!b.done)

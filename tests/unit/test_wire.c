@@ -240,7 +240,8 @@ static void imm_record(void)
 	CHECK(parse_all(pkt, 8 + 12, &why) < 0); /* truncated */
 }
 
-/* RTS flag BUFFERED (v7): round-trips; any other RTS flag is refused. */
+/* RTS flags BUFFERED (v7) and ATTENTIVE (v8) round-trip; any other RTS
+ * flag is refused. */
 static void rts_flags(void)
 {
 	const char *why = NULL;
@@ -259,7 +260,12 @@ static void rts_flags(void)
 	off = mrail_wire_check_pkt_hdr(pkt, m, &why);
 	CHECK(mrail_wire_next(pkt, m, &off, 1 << 20, &rec, &why) == 1);
 	CHECK(rec.u.rts.h.flags == 0);
-	pkt[n + 1] = 0x02;
+	m = n + mrail_wire_put_rts_flags(pkt + n, 1, 2, 3, 4,
+					 MRAIL_WIRE_RTS_ATTENTIVE);
+	off = mrail_wire_check_pkt_hdr(pkt, m, &why);
+	CHECK(mrail_wire_next(pkt, m, &off, 1 << 20, &rec, &why) == 1);
+	CHECK(rec.u.rts.h.flags == MRAIL_WIRE_RTS_ATTENTIVE);
+	pkt[n + 1] = 0x04;
 	expect_reject(pkt, m, "unknown RTS flags");
 	/* EAGER has no flags at all. */
 	m = n + mrail_wire_put_eager(pkt + n, 1, 2, 0);
