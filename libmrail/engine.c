@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int select_strategy(struct mrail_engine *e)
 {
@@ -352,6 +353,7 @@ int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 	if (e->packet_cap > e->max_head)
 		e->packet_cap = e->max_head;
 	e->host_id = endpoints_host_identity();
+	e->host_cores = sysconf(_SC_NPROCESSORS_ONLN);
 	if ((rc = endpoints_open(e)))
 		return rc;
 	do {

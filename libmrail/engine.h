@@ -96,6 +96,8 @@ struct mrail_engine {
 	} inband[MRAIL_MAX_RAILS];
 
 	uint64_t host_id;              /* same host <=> same id (netns too) */
+	uint32_t host_peers;           /* peers added with our host_id */
+	long host_cores;               /* CPUs online on this host */
 	int eager_auto;                /* profiles may set the threshold */
 	unsigned nlocal;               /* endpoints: loopback ones first */
 	struct local_rail local[MRAIL_MAX_RAILS];

@@ -195,6 +195,8 @@ int gate_add_parsed(struct mrail_engine *e, const struct peer_address *pa,
 	*out = g->id;
 	if (g->self)
 		return MRAIL_OK;
+	if (pa->host_id == e->host_id)
+		e->host_peers++;
 	int rc = gate_plan_rails(e, g, pa, reason, sizeof reason);
 	if (rc != MRAIL_OK) {
 		char msg[1100];

@@ -50,6 +50,10 @@ static uint64_t share_part(struct mrail_engine *e, const struct mrail_request *r
 			   uint64_t len)
 {
 	const struct rail *rail = g->rails[rail_index];
+	/* More processes on this host than cores: the sender's core is
+	 * not idle while it waits, it runs another rank. */
+	if (e->host_cores > 0 && (long)e->host_peers + 1 > e->host_cores)
+		return 0;
 	if (len < RDV_SHARE_MIN || !r->rma || !r->rma->sender_attentive ||
 	    !(rail->local->caps.flags & MRAIL_DRV_CAP_RMA_CPU) ||
 	    !rma_chunk_can_put(e, r, g, rail_index))
