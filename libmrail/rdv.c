@@ -32,11 +32,6 @@ static int plan_is_valid(const struct mrail_chunk *c, int cnt, unsigned nrails,
 }
 
 /*
- * Per rail that has chunks: RDMA reads where the sender gave a key for it
- * (rma.c), else one packet of RTR records, flagged for RDMA write (after
- * an RKEY record for our buffer) where the rail can.
- */
-/*
  * Sharing the copy (docs/driver-shm.md): on a rail whose get and put are
  * copies by the caller's CPU, the receiver asks the sender to write the
  * head of a large chunk while it reads the tail itself, so both cores
@@ -47,7 +42,7 @@ static int plan_is_valid(const struct mrail_chunk *c, int cnt, unsigned nrails,
  */
 static uint64_t share_part(struct mrail_engine *e, const struct mrail_request *r,
 			   const struct gate *g, unsigned rail_index,
-			   uint64_t len)
+			   uint64_t offset, uint64_t len)
 {
 	const struct rail *rail = g->rails[rail_index];
 	/* More processes on this host than cores: the sender's core is
@@ -58,8 +53,11 @@ static uint64_t share_part(struct mrail_engine *e, const struct mrail_request *r
 	    !(rail->local->caps.flags & MRAIL_DRV_CAP_RMA_CPU) ||
 	    !rma_chunk_can_put(e, r, g, rail_index))
 		return 0;
-	/* Whole pages each: both ends would pin a page they share. */
-	return ((len / 2 - RDV_SHARE_HOP) & ~(uint64_t)4095);
+	/* Cut at a page of our buffer: each copy then writes its own pages
+	 * (a page both ends wrote would be pinned and dirtied twice). */
+	uintptr_t from = (uintptr_t)r->iov[0].iov_base + offset;
+	uintptr_t at = (from + len / 2 - RDV_SHARE_HOP) & ~(uintptr_t)4095;
+	return at > from ? at - from : 0;
 }
 
 /* One chunk shared: the RTR for the sender's part first, so it starts
@@ -68,7 +66,7 @@ static int post_shared(struct mrail_engine *e, struct gate *g,
 		       struct rail *rail, struct mrail_request *r,
 		       uint64_t offset, uint64_t len)
 {
-	uint64_t put = share_part(e, r, g, rail->index, len);
+	uint64_t put = share_part(e, r, g, rail->index, offset, len);
 	struct send_op *op = packet_get(e);
 	int rc;
 
@@ -91,6 +89,11 @@ static int post_shared(struct mrail_engine *e, struct gate *g,
 	return rc ? rc : rma_start_get(e, rail, r, offset + put, len - put);
 }
 
+/*
+ * Per rail that has chunks: RDMA reads where the sender gave a key for it
+ * (rma.c), else one packet of RTR records, flagged for RDMA write (after
+ * an RKEY record for our buffer) where the rail can.
+ */
 static int post_rtrs(struct mrail_engine *e, struct gate *g,
 		     const struct mrail_rail_view *views, unsigned n,
 		     const struct mrail_chunk *chunks, int cnt,
@@ -110,6 +113,7 @@ static int post_rtrs(struct mrail_engine *e, struct gate *g,
 			if (chunks[i].rail != v)
 				continue;
 			if (get && share_part(e, r, g, views[v].index,
+					      chunks[i].offset,
 					      chunks[i].length)) {
 				int rc = post_shared(e, g, rail, r, chunks[i].offset,
 						     chunks[i].length);
