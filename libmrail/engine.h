@@ -189,9 +189,13 @@ struct mrail_engine {
 	double now;
 	int now_valid;
 
-	/* pace.c: MRAIL_PACE; chunks held on all NICs. */
+	/* pace.c: MRAIL_PACE; chunks held on all NICs; the order sends were
+	 * first answered in, and those still being answered. */
 	int pace;
 	unsigned pace_held;
+	uint64_t pace_ticket;
+	struct pace_pending pace_pending[PACE_PENDING_MAX];
+	unsigned pace_npending;
 	/* burst.c: MRAIL_SEND_HOLD; quick returns after a post in a row,
 	 * and when the last post on a system-call rail was made. */
 	int burst_hold;

@@ -17,14 +17,35 @@
  * A TCP send completes when the kernel has the bytes, not when they left:
  * a socket takes megabytes at once, and what it holds still shares the
  * NIC with the next connection's frames. So the next connection also
- * waits until the kernel has at most PACE_UNSENT bytes of the current
- * one not yet sent (SIOCOUTQNSD on the rail's socket, read at each
- * progress pass while something waits); sent bytes not yet acknowledged
- * are in the NIC's queue ahead of anything that follows, in order.
+ * waits until the kernel has sent every byte of the current one
+ * (SIOCOUTQNSD on the rail's socket, read at each progress pass while
+ * something waits): sent bytes not yet acknowledged are in the NIC's
+ * queue ahead of anything that follows, in order, while bytes still
+ * unsent would be interleaved with the next connection's packets as both
+ * sockets' windows open (with 64 KiB allowed unsent, the first of two
+ * 1 MiB messages ended 1.4x later than alone: docs/pacing.md). The
+ * queued bytes cover the NIC until the next connection's first packets
+ * join them.
+ *
+ * Order. Frames wait in the order their sends were first answered (the
+ * first RTR to arrive for each, on any NIC), not in the order they reach
+ * each NIC: two receivers answer at about the same moment, one rail of
+ * each may come in before the other's, and with each NIC serving a
+ * different message first both would end late together. So a frame also
+ * waits while a send to another peer that was answered before it, on
+ * another NIC, has not yet been asked for all of its bytes and may still
+ * be asked on this NIC (for at most PACE_ORDER_WAIT: a receiver taken off
+ * its CPU between two answers must not idle the NIC for long). Sends with
+ * one-sided chunks (RDMA reads by the receiver, no RTR for them) take no
+ * part: the engine cannot tell their last answer.
  *
  * A connection whose frames stop moving (a receiver that does not read)
- * must not hold the NIC for everyone: after PACE_STALL seconds without
- * the driver taking any of its bytes, the next waiting frame goes anyway.
+ * must not hold the NIC for everyone: after PACE_STALL seconds in which
+ * neither the driver took any of its bytes nor the kernel sent any, the
+ * next waiting frame goes anyway. Both count: a full socket buffer of
+ * megabytes takes new bytes from the driver only every few tens of
+ * milliseconds (when a third of it has drained), while the kernel sends
+ * all the time.
  */
 #include "libmrail/engine.h"
 #include "util/clock.h"
@@ -36,9 +57,9 @@
 #include <sys/ioctl.h>
 
 #define PACE_STALL 0.005
-/* About half a millisecond of a 1 Gbit/s NIC: the next connection starts
- * while this one still has packets queued on the NIC (no idle gap). */
-#define PACE_UNSENT 65536
+/* The two answers of one receiver normally arrive within tens of
+ * microseconds; 0.3 ms apart was seen on a loaded 2-core guest. */
+#define PACE_ORDER_WAIT 0.001
 
 int pace_config(struct mrail_engine *e)
 {
@@ -76,29 +97,117 @@ static uint64_t kernel_unsent(const struct rail *r)
 	return (uint64_t)n;
 }
 
+/* Has the connection l serves moved since the last look (the driver
+ * took bytes, or the kernel sent some)? Records what it saw. */
+static int owner_moved(struct local_rail *l, uint64_t *unsent)
+{
+	struct rail *owner = l->pace_rail;
+	int up = owner && owner->ep && owner->state == RAIL_UP;
+	uint64_t backlog = up ? owner->local->ops->ep_backlog(owner->ep) : 0;
+	int moved = 0;
+
+	*unsent = up ? kernel_unsent(owner) : 0;
+	if (backlog != l->pace_driver_backlog) {
+		l->pace_driver_backlog = backlog;
+		moved = 1;
+	}
+	if (*unsent != l->pace_backlog) {
+		l->pace_backlog = *unsent;
+		moved = 1;
+	}
+	return moved;
+}
+
 /* May a frame of r go to l's driver now, the queue aside? */
 static int free_for(struct local_rail *l, const struct rail *r)
 {
+	uint64_t unsent;
+
 	if (!l->pace_rail || l->pace_rail == r)
 		return 1;
-	if (l->pace_ops > 0)
-		return 0;
-	uint64_t unsent = kernel_unsent(l->pace_rail);
-	if (unsent != l->pace_backlog) {
-		l->pace_backlog = unsent;
+	if (owner_moved(l, &unsent))
 		l->pace_moved_at = mrail_now();
-	}
-	return unsent <= PACE_UNSENT;
+	return l->pace_ops == 0 && unsent == 0;
 }
 
-static int may_go(const struct mrail_engine *e, struct local_rail *l,
-		  const struct rail *r)
+void pace_on_rtr(struct mrail_engine *e, struct mrail_request *s,
+		 uint64_t len)
+{
+	if (!e->pace)
+		return;
+	s->pace_asked = len < s->expected - s->pace_asked
+				? s->pace_asked + len
+				: s->expected;
+	if (s->pace_ticket)
+		return;
+	s->pace_ticket = ++e->pace_ticket;
+	if (s->pace_asked < s->expected && !s->rma &&
+	    e->pace_npending < PACE_PENDING_MAX)
+		e->pace_pending[e->pace_npending++] = (struct pace_pending){
+			.id = s->id, .ticket = s->pace_ticket,
+			.since = mrail_now()};
+}
+
+static int gate_uses(const struct gate *g, const struct local_rail *l)
+{
+	for (unsigned i = 0; i < g->nrails; i++)
+		if (g->rails[i]->local == l && g->rails[i]->state == RAIL_UP)
+			return 1;
+	return 0;
+}
+
+/* Must op wait for a send to another peer answered before it that may
+ * still be asked for bytes on l? Forgets the sends fully answered. */
+static int order_waits(struct mrail_engine *e, const struct local_rail *l,
+		       const struct send_op *op)
+{
+	double now = mrail_now();
+
+	for (unsigned i = 0; i < e->pace_npending;) {
+		const struct pace_pending *p = &e->pace_pending[i];
+		const struct mrail_request *s = handle_lookup(e, p->id);
+		if (!s || s->kind != REQ_SEND || s->phase != REQ_RDV_ACTIVE ||
+		    s->pace_asked >= s->expected ||
+		    now - p->since > PACE_ORDER_WAIT) {
+			e->pace_pending[i] = e->pace_pending[--e->pace_npending];
+			continue;
+		}
+		if (p->ticket < op->req->pace_ticket &&
+		    s->gate != op->rail->gate && gate_uses(s->gate, l))
+			return 1;
+		i++;
+	}
+	return 0;
+}
+
+static int may_go(struct mrail_engine *e, struct local_rail *l,
+		  const struct send_op *op)
 {
 	if (!e->pace)
 		return 1;
 	if (!mrail_list_empty(queue_of(l)))
 		return 0;
-	return free_for(l, r);
+	if (e->pace_npending && order_waits(e, l, op))
+		return 0;
+	return free_for(l, op->rail);
+}
+
+/* Queue op on l in the order of its send's ticket, but never ahead of a
+ * frame of its own rail (a rail's frames leave in the order their RTRs
+ * came: the receiver matches arrivals to requests by that order). */
+static void enqueue(struct mrail_list *q, struct send_op *op)
+{
+	struct mrail_list *pos = q;
+
+	while (pos->prev != q) {
+		const struct send_op *before =
+			mrail_list_entry(pos->prev, struct send_op, link);
+		if (before->rail == op->rail ||
+		    before->req->pace_ticket <= op->req->pace_ticket)
+			break;
+		pos = pos->prev;
+	}
+	mrail_list_insert_before(pos, &op->link);
 }
 
 /* Hand op to the driver; on failure nothing of it is posted. */
@@ -136,13 +245,13 @@ int pace_data(struct mrail_engine *e, struct send_op *op,
 	struct rail *r = op->rail;
 	struct local_rail *l = r->local;
 
-	if (may_go(e, l, r))
+	if (may_go(e, l, op))
 		return hand(e, op, body, cnt);
 	/* The caller's iovec is gone by the time the frame goes. */
 	memcpy(op->held_iov, body, sizeof *body * (size_t)cnt);
 	op->held_cnt = cnt;
 	op->held = 1;
-	mrail_list_append(queue_of(l), &op->link);
+	enqueue(queue_of(l), op);
 	r->pace_held++;
 	e->pace_held++;
 	trace_op(e, TRACE_QUEUE, op);
@@ -160,7 +269,8 @@ static void release(struct mrail_engine *e, struct local_rail *l, int force)
 	while (!mrail_list_empty(q)) {
 		struct send_op *op = mrail_list_first(q, struct send_op, link);
 		struct rail *r = op->rail;
-		if (!force && !free_for(l, r))
+		if (!force && (!free_for(l, r) ||
+			       (e->pace_npending && order_waits(e, l, op))))
 			break;
 		force = 0;
 		mrail_list_remove(&op->link);
@@ -225,19 +335,11 @@ void pace_tick(struct mrail_engine *e, double now)
 		struct local_rail *l = &e->local[i];
 		if (!l->pace_q.next || mrail_list_empty(&l->pace_q))
 			continue;
-		/* The kernel may have sent enough since the last look. */
+		/* The kernel may have sent the rest since the last look;
+		 * that look also notes whether the connection moved. */
 		release(e, l, 0);
 		if (mrail_list_empty(&l->pace_q))
 			continue;
-		struct rail *owner = l->pace_rail;
-		uint64_t backlog = owner && owner->ep && owner->state == RAIL_UP
-					   ? owner->local->ops->ep_backlog(owner->ep)
-					   : 0;
-		if (backlog != l->pace_driver_backlog) {
-			l->pace_driver_backlog = backlog;
-			l->pace_moved_at = now;
-			continue;
-		}
 		if (now - l->pace_moved_at > PACE_STALL) {
 			mrail_debug("pace: %s: a connection took nothing for "
 				    "%.0f ms; the next peer's chunk goes anyway",

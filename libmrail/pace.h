@@ -4,8 +4,8 @@
  * engine handed every chunk to the kernel at once: two messages to two
  * peers would both progress at half speed and end together. Pacing keeps
  * each NIC on one connection's chunks at a time and releases the others
- * in the order they came (the order the receivers' plans assumed),
- * when the driver reports the chunks before them complete.
+ * in the order the sends were first answered, on every NIC alike, when
+ * the chunks before them have left.
  */
 #ifndef MRAIL_LIBMRAIL_PACE_H
 #define MRAIL_LIBMRAIL_PACE_H
@@ -14,11 +14,26 @@
 #include <sys/uio.h>
 
 struct mrail_engine;
+struct mrail_request;
 struct send_op;
 struct rail;
 
+/* How many sends to other peers may wait for the rest of their answers
+ * at once (pace_on_rtr): more go unordered. */
+#define PACE_PENDING_MAX 16
+/* One of them: a send answered on some NIC, not yet on all it will be. */
+struct pace_pending {
+	uint64_t id;     /* its rendezvous handle */
+	uint64_t ticket; /* its place in the order */
+	double since;    /* when its first answer came */
+};
+
 /* MRAIL_PACE (config.c): 1 (default) or 0. */
 int pace_config(struct mrail_engine *e);
+/* The receiver of send s asked for len more payload bytes (an RTR, before
+ * its frames are posted): s takes its place in the order at its first. */
+void pace_on_rtr(struct mrail_engine *e, struct mrail_request *s,
+		 uint64_t len);
 /* Hand a built OP_DATA op (body: cnt entries, copied if held) to its
  * rail's driver now or queue it behind other peers' chunks on its NIC.
  * Either way the op is the rail's: on failure nothing was taken. */

@@ -60,13 +60,12 @@ static uint64_t share_part(struct mrail_engine *e, const struct mrail_request *r
 	return at > from ? at - from : 0;
 }
 
-/* One chunk shared: the RTR for the sender's part first, so it starts
- * while we read ours. */
-static int post_shared(struct mrail_engine *e, struct gate *g,
-		       struct rail *rail, struct mrail_request *r,
-		       uint64_t offset, uint64_t len)
+/* One chunk shared, the sender writing its first `put` bytes: the RTR
+ * for the sender's part first, so it starts while we read ours. */
+static int post_shared(struct mrail_engine *e, struct rail *rail,
+		       struct mrail_request *r, uint64_t offset, uint64_t len,
+		       uint64_t put)
 {
-	uint64_t put = share_part(e, r, g, rail->index, offset, len);
 	struct send_op *op = packet_get(e);
 	int rc;
 
@@ -112,11 +111,15 @@ static int post_rtrs(struct mrail_engine *e, struct gate *g,
 		for (int i = 0; i < cnt; i++) {
 			if (chunks[i].rail != v)
 				continue;
-			if (get && share_part(e, r, g, views[v].index,
-					      chunks[i].offset,
-					      chunks[i].length)) {
-				int rc = post_shared(e, g, rail, r, chunks[i].offset,
-						     chunks[i].length);
+			uint64_t shared = get ? share_part(e, r, g,
+							   views[v].index,
+							   chunks[i].offset,
+							   chunks[i].length)
+					      : 0;
+			if (shared) {
+				int rc = post_shared(e, rail, r,
+						     chunks[i].offset,
+						     chunks[i].length, shared);
 				if (rc)
 					return rc;
 				continue;
@@ -312,6 +315,7 @@ void rdv_on_rtr(struct mrail_engine *e, struct rail *rail,
 	}
 	if (rtr->len == 0)
 		return;
+	pace_on_rtr(e, s, rtr->len);
 	if (rtr->h.flags & MRAIL_WIRE_RTR_PUT) {
 		rma_on_rtr_put(e, rail, s, rtr);
 		return;

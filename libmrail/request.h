@@ -84,6 +84,8 @@ struct mrail_request {
 	uint64_t remote_id;     /* recv: sender's send_id */
 	uint64_t expected;      /* rdv: payload bytes that will move */
 	uint64_t done_bytes;    /* rdv: payload bytes moved so far */
+	uint64_t pace_ticket;   /* send: its place in the NICs' order (pace.c) */
+	uint64_t pace_asked;    /* send: payload bytes the receiver asked for */
 	int outstanding;        /* driver operations still referencing us */
 	int error;              /* first error seen (completion status) */
 	struct rdv_rma *rma;    /* one-sided rendezvous state, or NULL */
