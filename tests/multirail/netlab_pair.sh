@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # An engine test with one rank on each of HOSTS netlab hosts (default 2),
 # with the defaults only: ranks on different hosts talk over tcp on every
-# rail the hosts share (no MRAIL_* variable set). Builds the test bed,
+# net the hosts share, the unshaped management net included (this script
+# sets no MRAIL_* variable; a test that wants only the shaped rails sets
+# MRAIL_RAILS in its environment, which mrail-run passes on). Builds the test bed,
 # runs the program (with ARGS) under mrail-run, removes the bed. Needs
 # root (network namespaces): exits 77 without it.
 #   netlab_pair.sh NETLAB MRAIL_RUN PROGRAM RATES [HOSTS [ARGS...]]
