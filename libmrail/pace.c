@@ -57,8 +57,9 @@
 #include <sys/ioctl.h>
 
 #define PACE_STALL 0.005
-/* The two answers of one receiver normally arrive within tens of
- * microseconds; 0.3 ms apart was seen on a loaded 2-core guest. */
+/* A receiver's answers on its rails leave together and normally arrive
+ * a fraction of a millisecond apart (0.1-0.4 ms in netlab traces, three
+ * ranks on two cores); one descheduled in between can take longer. */
 #define PACE_ORDER_WAIT 0.001
 
 int pace_config(struct mrail_engine *e)
