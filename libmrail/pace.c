@@ -23,7 +23,7 @@
  * queue ahead of anything that follows, in order, while bytes still
  * unsent would be interleaved with the next connection's packets as both
  * sockets' windows open (with 64 KiB allowed unsent, the first of two
- * 1 MiB messages ended 1.4x later than alone: docs/pacing.md). The
+ * 1 MiB messages ended up to 1.4x later than planned: docs/pacing.md). The
  * queued bytes cover the NIC until the next connection's first packets
  * join them.
  *
