@@ -25,6 +25,11 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+/* Linux 6.15 (include/uapi/linux/tcp.h); glibc 2.36 does not name it. */
+#ifndef TCP_RTO_MAX_MS
+#define TCP_RTO_MAX_MS 44
+#endif
+
 /* ---- endpoint bookkeeping ---------------------------------------------- */
 
 static void tcp_attend(struct dc_ep *dc);
@@ -96,6 +101,15 @@ static void tune_socket(const struct mrail_drv *drv, int fd)
 	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &drv->user_timeout_ms,
 		       sizeof drv->user_timeout_ms) < 0)
 		mrail_debug("tcp: TCP_USER_TIMEOUT: %s", strerror(errno));
+	/* A link that comes back is only seen at the next retransmission,
+	 * and backoff spaces those up to 120 s apart: after a few 1 s flaps
+	 * a rail sat idle for 6-12 s with its data stuck while the engine,
+	 * seeing no timeout, kept it (docs/failover.md, "Flapping"). Capped,
+	 * the connection retries every rto_max_ms while down: one segment. */
+	if (drv->rto_max_ms > 0 &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &drv->rto_max_ms,
+		       sizeof drv->rto_max_ms) < 0)
+		mrail_debug("tcp: TCP_RTO_MAX_MS: %s", strerror(errno));
 	if (drv->keepalive > 0) {
 		int cnt = 3;
 		if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) < 0 ||
@@ -157,6 +171,17 @@ static int param_value(const char *key, const char *val, struct mrail_drv *drv)
 		drv->sockbuf = (int)v;
 		return 0;
 	}
+	if (!strcmp(key, "rto_max_ms")) {
+		char *end;
+		errno = 0;
+		unsigned long n = strtoul(val, &end, 10);
+		/* The kernel's range (1 s .. 120 s), or 0 for its default. */
+		if (errno || end == val || *end ||
+		    (n != 0 && (n < 1000 || n > 120000)))
+			return -1;
+		drv->rto_max_ms = (int)n;
+		return 0;
+	}
 	if (!strcmp(key, "user_timeout_ms") || !strcmp(key, "keepalive")) {
 		char *end;
 		errno = 0;
@@ -204,6 +229,7 @@ static int tcp_params(const char *params, struct mrail_drv *drv)
 	 * notice it; unanswered probes reset the connection in ~4 s. Idle
 	 * healthy connections pay one empty segment per second. */
 	drv->keepalive = TCP_DEFAULT_KEEPALIVE;
+	drv->rto_max_ms = TCP_DEFAULT_RTO_MAX_MS;
 	for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
 		const char *s = getenv(env[i][0]);
 		if (s && param_value(env[i][1], s, drv)) {
@@ -221,7 +247,8 @@ static int tcp_params(const char *params, struct mrail_drv *drv)
 		if (rc == -2) {
 			mrail_error("invalid MRAIL_DRIVER_PARAMS: tcp has no "
 				    "parameter '%s' (known: loopback_rails, "
-				    "sockbuf, user_timeout_ms, keepalive)", key);
+				    "sockbuf, user_timeout_ms, keepalive, "
+				    "rto_max_ms)", key);
 			return MRAIL_ERR_CONFIG;
 		}
 		if (rc < 0) {

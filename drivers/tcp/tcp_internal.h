@@ -89,6 +89,9 @@ struct mrail_drv {
 	                            default: MRAIL_RAIL_TIMEOUT */
 	int keepalive;           /* s idle before/between probes, 0: off */
 #define TCP_DEFAULT_KEEPALIVE 1
+	int rto_max_ms;          /* TCP_RTO_MAX_MS on rail sockets, 0: kernel's
+	                            (120 s); kernels before 6.15 ignore it */
+#define TCP_DEFAULT_RTO_MAX_MS 1000
 
 	struct iovec gather[TCP_IOV_MAX]; /* flush scratch */
 	/* One receive buffer of TCP_RBUF_MIN that a drained connection

@@ -13,6 +13,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -1198,6 +1199,82 @@ static int test_close_pending(void)
 	return 0;
 }
 
+/* ---- socket options ---------------------------------------------------- */
+
+#ifndef TCP_RTO_MAX_MS
+#define TCP_RTO_MAX_MS 44
+#endif
+
+/* The rail sockets (connected TCP) of this process: count of those whose
+ * option opt reads want; *seen gets how many were looked at. */
+static int count_sockopt(int opt, int want, int *seen)
+{
+	int n = 0;
+	*seen = 0;
+	for (int fd = 3; fd < 1024; fd++) {
+		int type, v;
+		socklen_t l = sizeof type;
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof ss;
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) < 0 ||
+		    type != SOCK_STREAM || getpeername(fd, (void *)&ss, &sl) < 0 ||
+		    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+			continue;
+		l = sizeof v;
+		if (getsockopt(fd, IPPROTO_TCP, opt, &v, &l) < 0)
+			return -errno;
+		(*seen)++;
+		n += v == want;
+	}
+	return n;
+}
+
+/* What a user gets without parameters: the kernel told the engine's
+ * timeout (TCP_USER_TIMEOUT = MRAIL_RAIL_TIMEOUT, 5 s), and a link that
+ * comes back retried within 1 s (TCP_RTO_MAX_MS), on both ends. */
+static int test_socket_options(void)
+{
+	struct side *a, *b;
+	struct tep tb, *ta;
+	int seen, n, rc = 0;
+
+	unsetenv("MRAIL_RAIL_TIMEOUT");
+	ta = pair(&a, &b, &tb);
+	(void)ta;
+	n = count_sockopt(TCP_USER_TIMEOUT, 5000, &seen);
+	CHECKF(seen == 2 && n == 2, "TCP_USER_TIMEOUT 5000 on %d of %d", n,
+	       seen);
+	n = count_sockopt(TCP_RTO_MAX_MS, 1000, &seen);
+	if (n == -ENOPROTOOPT) {
+		printf("kernel without TCP_RTO_MAX_MS (before 6.15): not checked\n");
+	} else {
+		CHECKF(seen == 2 && n == 2, "TCP_RTO_MAX_MS 1000 on %d of %d",
+		       n, seen);
+		h_side_close(a);
+		h_side_close(b);
+		/* 0: the kernel's own (120 s). */
+		a = h_side_open_params("A", "rto_max_ms=0", NULL);
+		b = h_side_open_params("B", "rto_max_ms=0", NULL);
+		CHECK(h_side_listen(a, "127.0.0.1"));
+		h_tep_init(&tb, "B.conn");
+		CHECK(h_connect_pair(b, &tb, "127.0.0.1", a));
+		n = count_sockopt(TCP_RTO_MAX_MS, 120000, &seen);
+		CHECKF(seen == 2 && n == 2, "rto_max_ms=0: 120000 on %d of %d",
+		       n, seen);
+	}
+	h_side_close(a);
+	h_side_close(b);
+	/* Outside the kernel's range: refused at open, naming the cause. */
+	static const char *const bad[] = {"rto_max_ms=999", "rto_max_ms=120001",
+					  "rto_max_ms=x", "rto_max_ms="};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CHECKF(!h_side_open_params("X", bad[i], &rc) &&
+			       rc == MRAIL_ERR_CONFIG,
+		       "'%s' accepted (rc %d)", bad[i], rc);
+	}
+	return 0;
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static const struct {
@@ -1231,6 +1308,7 @@ static const struct {
 	{"pingpong", test_pingpong},
 	{"wait-fd", test_wait_fd},
 	{"close-pending", test_close_pending},
+	{"socket-options", test_socket_options},
 };
 
 int main(int argc, char **argv)
