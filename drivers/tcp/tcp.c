@@ -104,8 +104,9 @@ static void tune_socket(const struct mrail_drv *drv, int fd)
 	/* A link that comes back is only seen at the next retransmission,
 	 * and backoff spaces those up to 120 s apart: after a few 1 s flaps
 	 * a rail sat idle for 6-12 s with its data stuck while the engine,
-	 * seeing no timeout, kept it (docs/failover.md, "Flapping"). Capped,
-	 * the connection retries every rto_max_ms while down: one segment. */
+	 * seeing no timeout, kept it (docs/failover.md, "Finding a dead
+	 * rail", rounds six to nine). Capped, the connection retries every
+	 * rto_max_ms while down: one segment each time. */
 	if (drv->rto_max_ms > 0 &&
 	    setsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &drv->rto_max_ms,
 		       sizeof drv->rto_max_ms) < 0)
