@@ -70,14 +70,19 @@ for line in open(D + "/mpi.out"):
         phase.setdefault(m.group(1), {})[m.group(2)] = float(m.group(3))
 samples = [tuple(float(x) for x in l.split()) for l in open(D + "/samples")
            if len(l.split()) == 3]
-for c in COLLS:
+for k, c in enumerate(COLLS):
     t0, t1 = phase[c]["start"], phase[c]["end"]
     inside = [s for s in samples if t0 <= s[0] <= t1]
     if len(inside) < 2:
-        # Too few samples inside (slow sampler): the samples around the
-        # phase, if they fall in the silent gaps (0.7 s) on either side.
-        before = [s for s in samples if t0 - 0.7 <= s[0] < t0]
-        after = [s for s in samples if t1 < s[0] <= t1 + 0.7]
+        # Too few samples inside (slow sampler on a loaded machine): the
+        # samples around the phase, if they fall in the silent gaps on
+        # either side, which reach to the neighbouring phases (before the
+        # first: set-up; after the last: the job's end, and the sampler
+        # runs on a second past it).
+        lo = phase[COLLS[k - 1]]["end"] if k > 0 else float("-inf")
+        hi = phase[COLLS[k + 1]]["start"] if k + 1 < len(COLLS) else float("inf")
+        before = [s for s in samples if lo < s[0] < t0]
+        after = [s for s in samples if t1 < s[0] < hi]
         if not before or not after:
             check(False, "%s phase: %d samples in %.2f s and none in the "
                   "gaps around it (sampler too slow)" % (c, len(inside),
