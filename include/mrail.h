@@ -397,7 +397,8 @@ MRAIL_API int mrail_imrecvv(mrail_engine_t *engine, const struct iovec *iov,
 
 /* ---- extended posting: callbacks, caller storage, synchronous sends ---- */
 /*
- * Completion callback. Called once per request, from mrail_progress(),
+ * Completion callback. Called once per request (not at all for a send
+ * that MRAIL_REQ_IMMEDIATE completed inside its post), from mrail_progress(),
  * mrail_test() or mrail_wait*() (whichever thread calls them; never from
  * isend/irecv/imrecv/cancel/probe, nor from the progress thread), with the
  * engine lock NOT held: it may post, probe, cancel and progress on the same
@@ -436,6 +437,17 @@ enum mrail_req_flags {
 	 * a progress thread) the receiver copies alone and never waits for
 	 * the sender to call in. Invalid for receives. */
 	MRAIL_REQ_WAITING = 1u << 3,
+	/* Send: when the send completes within the call (an eager message
+	 * whose data is already in a packet, or one to a posted receive of
+	 * this process), return MRAIL_OK with *req set to NULL: the buffer
+	 * is the caller's again, no callback is called and there is no
+	 * request to test, wait for or release (caller storage is free at
+	 * once). Otherwise *req is a request as without the flag. A blocking
+	 * send (MPI_Send) then needs no progress call at all for a small
+	 * message, as UCX's immediate completion (ucp_tag_send_nbx
+	 * returning NULL) and libfabric's fi_inject allow. Invalid for
+	 * receives. */
+	MRAIL_REQ_IMMEDIATE = 1u << 4,
 };
 
 /*

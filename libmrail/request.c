@@ -91,11 +91,13 @@ int request_args_check(const struct mrail_req_args *a, int is_send,
 							    : MRAIL_ERR_INVALID;
 	/* Version 1 ends before `data`: MRAIL_REQ_DATA needs 2. */
 	unsigned known = MRAIL_REQ_SYNC | MRAIL_REQ_KEEP | MRAIL_REQ_WAITING |
+			 MRAIL_REQ_IMMEDIATE |
 			 (a->version >= 2 ? MRAIL_REQ_DATA : 0);
 	if (a->version < 1 || a->version > MRAIL_REQ_ARGS_VERSION ||
 	    (a->flags & ~known) ||
 	    (!is_send && (a->flags & (MRAIL_REQ_SYNC | MRAIL_REQ_DATA |
-				      MRAIL_REQ_WAITING))) ||
+				      MRAIL_REQ_WAITING |
+				      MRAIL_REQ_IMMEDIATE))) ||
 	    ((uintptr_t)a->storage % _Alignof(max_align_t)))
 		return MRAIL_ERR_INVALID;
 	if (a->iov || a->iovcnt) {
@@ -305,6 +307,25 @@ int request_collectable(const struct mrail_request *r)
 {
 	ENGINE_ASSERT_LOCKED(r->engine);
 	return r->phase == REQ_DONE && !r->cb_pending;
+}
+
+/*
+ * A send with REQF_IMMEDIATE that completed inside its isend: released
+ * there, its callback (queued by request_complete) never called. Its
+ * caller gets no handle, so nothing else can reach it.
+ */
+int request_release_immediate(struct mrail_engine *e, struct mrail_request *r)
+{
+	ENGINE_ASSERT_LOCKED(e);
+	if (!(r->flags & REQF_IMMEDIATE) || r->phase != REQ_DONE ||
+	    r->status.error != MRAIL_OK)
+		return 0;
+	if (r->cb_pending) {
+		mrail_list_remove(&r->link);
+		r->cb_pending = 0;
+	}
+	request_free(e, r);
+	return 1;
 }
 
 void request_finish(struct mrail_engine *e, struct mrail_request *r,

@@ -38,6 +38,7 @@ enum req_phase {
 /* Send: carries `data`; receive: the matched message carried `data`. */
 #define REQF_DATA MRAIL_REQ_DATA
 #define REQF_WAITING MRAIL_REQ_WAITING
+#define REQF_IMMEDIATE MRAIL_REQ_IMMEDIATE
 #define REQF_STORAGE (1u << 8) /* caller's memory: never free()d */
 #define REQF_DETACHED (1u << 9) /* engine's copy of a completed send */
 #define REQF_PULL (1u << 10) /* pulls a buffered payload early (pull.c) */
@@ -134,6 +135,8 @@ void requests_fini(struct mrail_engine *e);
 int request_collectable(const struct mrail_request *r);
 /* The user takes the status back; complete implies no driver reference
  * (outstanding == 0), so the request goes at once. */
+int request_release_immediate(struct mrail_engine *e,
+			      struct mrail_request *r);
 void request_finish(struct mrail_engine *e, struct mrail_request *r,
 		    mrail_status_t *st);
 int request_cancel(struct mrail_engine *e, struct mrail_request *r);

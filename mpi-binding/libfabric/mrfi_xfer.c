@@ -162,6 +162,9 @@ static ssize_t post_send(struct mrfi_ep *ep, const struct iovec *iov,
 	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
 	a.cb = mrfi_op_done;
 	a.cb_ctx = o;
+	/* Done inside the post (eager data already in a packet): completed
+	 * below, without waiting for the next progress call. */
+	a.flags = MRAIL_REQ_IMMEDIATE;
 	if (flags & FI_REMOTE_CQ_DATA) { /* rides beside the payload */
 		a.flags |= MRAIL_REQ_DATA;
 		a.data = data;
@@ -187,13 +190,21 @@ static ssize_t post_send(struct mrfi_ep *ep, const struct iovec *iov,
 	o->buf = (void *)buf;
 	o->len = len;
 	mrfi_op_link(ep, o);
-	rc = mrail_isend_x(ep->engine, peer, buf, len, etag, &a, &o->req);
+	/* Not o->req: once the post returns, another thread's progress may
+	 * have run the callback, which frees o. */
+	mrail_request_t *req;
+	rc = mrail_isend_x(ep->engine, peer, buf, len, etag, &a, &req);
 	if (rc != MRAIL_OK) {
 		pthread_mutex_lock(&ep->lock);
 		op_unlink_locked(ep, o);
 		pthread_mutex_unlock(&ep->lock);
 		free(o);
 		return mrfi_err(rc);
+	}
+	if (!req) {
+		mrail_status_t st = {0};
+		st.length = total;
+		mrfi_op_done(NULL, &st, o);
 	}
 	return 0;
 }

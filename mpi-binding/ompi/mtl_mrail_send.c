@@ -65,6 +65,11 @@ static int post_send(struct ompi_communicator_t *comm, int dest, int tag,
 	 * us to copy part of a large payload (docs/driver-shm.md). */
 	if (waiting)
 		a.flags |= MRAIL_REQ_WAITING;
+	/* A buffered send is completed by cm itself once isend returns
+	 * (MCA_PML_CM_HVY_SEND_REQUEST_START): one inside isend would
+	 * complete it twice. */
+	if (mode != MCA_PML_BASE_SEND_BUFFERED)
+		a.flags |= MRAIL_REQ_IMMEDIATE;
 	rc = mrail_isend_x(ompi_mtl_mrail.engine, peer, r->buf,
 			   a.iov ? 0 : r->len,
 			   mrail_mtl_send_bits(comm->c_contextid,
@@ -74,6 +79,12 @@ static int post_send(struct ompi_communicator_t *comm, int dest, int tag,
 		if (r->free_after)
 			free(r->buf);
 		return mtl_mrail_error(rc);
+	}
+	if (!r->mreq) {
+		/* Complete already (the data is in a packet): no callback
+		 * will come, the caller completes it now. */
+		mrail_status_t st = {0};
+		cb(NULL, &st, r);
 	}
 	return OMPI_SUCCESS;
 }
@@ -127,6 +138,8 @@ int mtl_mrail_send(struct mca_mtl_base_module_t *mtl,
 			   blocking_done);
 	if (rc != OMPI_SUCCESS)
 		return rc;
+	/* A small message is usually done here (MRAIL_REQ_IMMEDIATE): no
+	 * progress call at all, as btl vader's sendi. */
 	while (!b.done)
 		opal_progress();
 	opal_atomic_rmb();

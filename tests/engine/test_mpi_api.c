@@ -4,8 +4,8 @@
  * matched probe in one thread and any-source receives in another, callbacks
  * (thread, never inside a post, posting from a callback, KEEP,
  * set_callback), caller storage, synchronous sends (checked with an explicit
- * handshake), cancel racing with matching, and remote data
- * (MRAIL_REQ_DATA).
+ * handshake), cancel racing with matching, remote data
+ * (MRAIL_REQ_DATA) and immediate completion (MRAIL_REQ_IMMEDIATE).
  */
 #include "harness.h"
 
@@ -547,6 +547,102 @@ static void test_storage(void)
 	test_storage_reused_in_callback();
 }
 
+/* ---- immediate completion (MRAIL_REQ_IMMEDIATE) ------------------------- */
+/*
+ * A send that completes inside isend hands back no request: its buffer
+ * and storage are the caller's at once (rewritten here right after each
+ * post: the receiver must still see what was sent), and its callback is
+ * never called. A send that cannot complete inside (rendezvous,
+ * synchronous) gets a request as usual. Rank 1 floods rank 0 with many
+ * more messages than the receiver's credit covers without ever calling
+ * progress between posts: nothing may be lost or reordered.
+ */
+enum { IMM_N = 4000, IMM_TAG = 520 };
+
+static void test_immediate(uint8_t *big)
+{
+	struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+	struct cb_state s = {0};
+	static mrail_request_t *pending[IMM_N];
+	mrail_request_t *r;
+	mrail_status_t st;
+	uint64_t v;
+
+	/* Not for receives. */
+	a.flags = MRAIL_REQ_IMMEDIATE;
+	CHECK_EQ(mrail_irecv_x(E, me, &v, 8, 1, 0, &a, &r), MRAIL_ERR_INVALID);
+	if (me > 1)
+		return;
+	a.cb = cb_note;
+	a.cb_ctx = &s;
+	a.storage = storage[0];
+	if (me == 1) {
+		size_t npend = 0;
+		for (int i = 0; i < IMM_N; i++) {
+			v = (uint64_t)i;
+			r = (mrail_request_t *)&v; /* must be overwritten */
+			CHECK_RC(mrail_isend_x(E, 0, &v, 8, IMM_TAG, &a, &r));
+			if (!r) {
+				v = UINT64_MAX; /* the caller's again */
+				continue;
+			}
+			/* Not done inside (queued behind a busy rail):
+			 * its buffer and storage are in use until its
+			 * callback has run. */
+			CHECK((void *)r == (void *)storage[0]);
+			npend++;
+			while (s.calls < (int)npend)
+				CHECK(mrail_progress(E) >= 0);
+			CHECK_RC(s.st.error);
+		}
+		CHECK_EQ(s.calls, (int)npend);
+		printf("immediate: %d of %d sends done inside isend\n",
+		       IMM_N - (int)npend, IMM_N);
+		CHECK(npend < IMM_N);
+		/* Rendezvous and synchronous sends always give a request. */
+		int calls = s.calls;
+		pattern_fill(big, RDV, IMM_TAG + 1);
+		CHECK_RC(mrail_isend_x(E, 0, big, RDV, IMM_TAG + 1, &a, &r));
+		CHECK(r != NULL);
+		while (s.calls == calls)
+			CHECK(mrail_progress(E) >= 0);
+		CHECK_RC(s.st.error);
+		CHECK_EQ(s.st.length, RDV);
+		a.flags |= MRAIL_REQ_SYNC;
+		v = 7;
+		CHECK_RC(mrail_isend_x(E, 0, &v, 8, IMM_TAG + 2, &a, &r));
+		CHECK(r != NULL);
+		while (s.calls == calls + 1)
+			CHECK(mrail_progress(E) >= 0);
+		CHECK_RC(s.st.error);
+		return;
+	}
+	/* Rank 0: receive the flood in order, after letting it pile up. */
+	usleep(100 * 1000);
+	for (int i = 0; i < IMM_N; i++) {
+		uint64_t got = UINT64_MAX;
+		recv_wait(1, &got, 8, IMM_TAG);
+		CHECK_EQ(got, (uint64_t)i);
+	}
+	recv_wait(1, big, RDV, IMM_TAG + 1);
+	CHECK_EQ(pattern_check(big, RDV, IMM_TAG + 1), RDV);
+	recv_wait(1, &v, 8, IMM_TAG + 2);
+	CHECK_EQ(v, 7);
+	/* To self: done inside when the receive is posted already. */
+	uint64_t in = 0;
+	CHECK_RC(mrail_irecv(E, me, &in, 8, IMM_TAG + 3, MRAIL_TAG_MASK_ALL,
+			     &pending[0]));
+	v = 42;
+	a.flags = MRAIL_REQ_IMMEDIATE;
+	CHECK_RC(mrail_isend_x(E, me, &v, 8, IMM_TAG + 3, &a, &r));
+	CHECK(r == NULL);
+	CHECK_RC(mrail_wait(E, pending[0], &st));
+	CHECK_EQ(in, 42);
+	for (int i = 0; i < 100; i++)
+		CHECK(mrail_progress(E) >= 0);
+	CHECK_EQ(s.calls, 0);
+}
+
 /* ---- synchronous sends ------------------------------------------------- */
 /*
  * Rank 0 issends; rank 1 proves it holds the message unmatched (probe),
@@ -912,6 +1008,8 @@ int main(void)
 	test_cancel();
 	test_barrier(E);
 	test_remote_data(b);
+	test_barrier(E);
+	test_immediate(b);
 	test_barrier(E);
 	free(a);
 	free(b);
