@@ -27,7 +27,8 @@ static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
 	 * exist keeps both sides' kept packets bounded. */
 	if (e->detached_bytes)
 		engine_progress(e);
-	if (rc == MRAIL_OK && request_release_immediate(e, *out))
+	if (rc == MRAIL_OK && ((*out)->flags & REQF_IMMEDIATE) &&
+	    request_release_immediate(e, *out))
 		*out = NULL;
 	engine_unlock(e);
 	return rc;
