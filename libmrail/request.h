@@ -133,10 +133,12 @@ void requests_init(struct mrail_engine *e);
 void requests_fini(struct mrail_engine *e);
 /* Complete and its callback (if any) returned: test/wait may report it. */
 int request_collectable(const struct mrail_request *r);
-/* The user takes the status back; complete implies no driver reference
- * (outstanding == 0), so the request goes at once. */
+/* isend of a send with MRAIL_REQ_IMMEDIATE: 1 (and released, callback
+ * dropped) if it completed inside the post, else 0. */
 int request_release_immediate(struct mrail_engine *e,
 			      struct mrail_request *r);
+/* The user takes the status back; complete implies no driver reference
+ * (outstanding == 0), so the request goes at once. */
 void request_finish(struct mrail_engine *e, struct mrail_request *r,
 		    mrail_status_t *st);
 int request_cancel(struct mrail_engine *e, struct mrail_request *r);
