@@ -76,16 +76,21 @@ MRAIL_API int mrail_test(mrail_engine_t *e, mrail_request_t *r,
 {
 	if (!e || !r)
 		return MRAIL_ERR_INVALID;
+	/* One lock round trip, not three: a polling loop calls this
+	 * millions of times. A KEEP request whose callback became due in
+	 * this pass is reported by the next call, after its callback. */
 	engine_lock(e);
-	int done = request_collectable(r);
-	engine_unlock(e);
-	if (!done)
-		progress_round(e);
-	engine_lock(e);
-	done = request_collectable(r);
+	int done = request_collectable(r), due = 0;
+	if (!done) {
+		engine_progress(e);
+		done = request_collectable(r);
+		due = !mrail_list_empty(&e->cbq);
+	}
 	if (done)
 		request_finish(e, r, st);
 	engine_unlock(e);
+	if (due)
+		request_run_callbacks(e);
 	return done ? MRAIL_OK : MRAIL_ERR_AGAIN;
 }
 
