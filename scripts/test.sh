@@ -74,18 +74,29 @@ for l in fuzz:
         passed += 1
     else:
         failed += 1
+bad = []
 for d in ("build-test", "build-rel-test", "build-asan", "build-tsan"):
     log = os.path.join(d, "meson-logs", "testlog.json")
     if not os.path.exists(log):
         continue
     for line in open(log):
-        r = json.loads(line).get("result", "")
+        t = json.loads(line)
+        r = t.get("result", "")
         if r in ("OK", "EXPECTEDFAIL"):
             passed += 1
         elif r == "SKIP":
             skipped += 1
         else:
             failed += 1
+            bad.append((d, t))
+# CI keeps only the tail of this output: the failures are repeated here,
+# each with the end of its own output, so that tail names them.
+for d, t in bad:
+    print(f"FAILED {d}: {t.get('name')} ({t.get('result')}, "
+          f"{t.get('duration', 0):.1f} s)")
+    out = (t.get("stdout") or "") + (t.get("stderr") or "")
+    for l in out.splitlines()[-25:]:
+        print(f"    | {l[:300]}")
 print(f"{passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(1 if failed or passed == 0 else 0)
 PY

@@ -12,7 +12,9 @@
  * (1), interface TEST_FAIL_IF, breaks; TEST_FLOW_SIDE says what that
  * rank does: send (only it sends), recv (only its peer sends), both;
  * TEST_FLOW_LEN bytes per message (16 MiB: rendezvous; a few KiB:
- * eager); TEST_FLOW_SECONDS of streaming.
+ * eager); TEST_FLOW_SECONDS of streaming; TEST_FLOW_TIMELINE: print
+ * the completions per 0.25 s even when the run passes (a failing run
+ * always prints them).
  */
 #include "harness.h"
 
@@ -24,6 +26,8 @@ enum { DEPTH = 4 };             /* messages in flight per way */
 #define TAG_FLOW 16ULL          /* data; TAG_FLOW + 1: the end */
 #define TAG_AFTER 32ULL
 #define AFTER_LEN (16u << 20)   /* split over every rail */
+#define TIMELINE_STEP 0.25      /* s */
+enum { TIMELINE_STEPS = 240 };
 
 static double mono_now(void)
 {
@@ -71,6 +75,11 @@ struct flow {
 	int send_done, recv_done, end_posted;
 	uint64_t end_msg;
 	double last_event, max_gap, max_gap_wall;
+	double t0, t0_wall;
+	/* Completions per TIMELINE_STEP since t0: printed when the run
+	 * fails (or TEST_FLOW_TIMELINE is set), to tell a stall from a
+	 * slow drain after the failover. */
+	unsigned timeline[TIMELINE_STEPS];
 };
 
 static void event(struct flow *f)
@@ -81,6 +90,21 @@ static void event(struct flow *f)
 		f->max_gap_wall = wall_now();
 	}
 	f->last_event = now;
+	double k = (now - f->t0) / TIMELINE_STEP;
+	if (k >= 0 && k < TIMELINE_STEPS)
+		f->timeline[(int)k]++;
+}
+
+static void timeline_dump(const struct flow *f)
+{
+	int last = TIMELINE_STEPS - 1;
+	while (last > 0 && !f->timeline[last])
+		last--;
+	fprintf(stderr, "rank %u: completions per %.2f s from %.3f:", f->me,
+		TIMELINE_STEP, f->t0_wall);
+	for (int k = 0; k <= last; k++)
+		fprintf(stderr, " %u", f->timeline[k]);
+	fputc('\n', stderr);
 }
 
 static void rails_dump(const struct flow *f)
@@ -199,6 +223,8 @@ static void flow_run(struct flow *f, double seconds)
 	f->recv_done = !f->recvs;
 	test_barrier(f->e);
 	double t0 = mono_now(), stop_at = t0 + seconds;
+	f->t0 = t0;
+	f->t0_wall = wall_now();
 	printf("rank %u: streaming %zu-byte messages (%s%s) at %.3f\n", f->me,
 	       f->len, f->sends ? "send" : "", f->recvs ? " recv" : "",
 	       wall_now());
@@ -352,6 +378,8 @@ int main(void)
 			"more than %.2f s\n", f.me, f.max_gap, max_gap);
 		bad = 1;
 	}
+	if (bad || getenv("TEST_FLOW_TIMELINE"))
+		timeline_dump(&f);
 	if (bad) {
 		rails_dump(&f);
 		return 1;

@@ -54,6 +54,8 @@ in_h() { ip netns exec "$prefix-h$host" "$@"; }
   -x TEST_FAIL_IF=r1 -x TEST_FLOW_SIDE="$side" -x TEST_FLOW_LEN="$len" \
   -x TEST_FLOW_SECONDS=14 -x TEST_FLOW_MAX_GAP=$max_gap \
   ${expect:+-x TEST_EXPECT_FAILOVER=1} \
+  ${TEST_FLOW_TIMELINE:+-x TEST_FLOW_TIMELINE=1} \
+  ${MRAIL_LOG_LEVEL:+-x MRAIL_LOG_LEVEL="$MRAIL_LOG_LEVEL"} \
   "$prog" >"$tmp/out" 2>&1 &
 job=$!
 for _ in $(seq 600); do
