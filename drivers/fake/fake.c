@@ -144,6 +144,15 @@ bool fake_rail_faulty(const struct mrail_drv *drv, int rail)
 	return drv->par.fail_rail < 0 || drv->par.fail_rail == rail;
 }
 
+bool fake_rail_out(const struct mrail_drv *drv, int rail)
+{
+	if (drv->par.outage <= 0 || !fake_rail_faulty(drv, rail))
+		return false;
+	double t = mrail_now() - drv->opened_at;
+	return t >= drv->par.outage_at && t < drv->par.outage_at +
+						      drv->par.outage;
+}
+
 double fake_link_due(struct mrail_drv *drv, int rail, uint64_t bytes)
 {
 	double bw = drv->par.bw[rail], lat = drv->par.lat[rail];
@@ -175,6 +184,7 @@ static int fake_open(const struct mrail_drv_open_args *args,
 	params = args->params && *args->params ? args->params
 					       : getenv("MRAIL_FAKE_PARAMS");
 	rc = fake_params_parse(params, &drv->par);
+	drv->opened_at = mrail_now();
 	if (rc == 0)
 		rc = fake_rma_check_permission();
 	if (rc < 0) {
@@ -485,6 +495,11 @@ static int fake_connect(struct mrail_drv *drv, const char *local,
 			    "this instance (fake0..fake%d)",
 			    local, drv->par.rails - 1);
 		return MRAIL_ERR_NOT_FOUND;
+	}
+	/* A link that is down: no route, as connect(2) says it. */
+	if (fake_rail_out(drv, rail)) {
+		mrail_debug("fake: connect on rail %d refused: outage", rail);
+		return MRAIL_ERR_IO;
 	}
 	fd = new_socket();
 	if (fd < 0)

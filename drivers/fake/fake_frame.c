@@ -37,13 +37,17 @@ static int write_frame(struct mrail_drv_ep *ep, struct dc_send *rec)
 	bool faulty = fake_rail_faulty(drv, ep->rail);
 	ssize_t n;
 
-	/* A black hole: frames stay queued, no error, ever. */
-	if (faulty && drv->par.stall_after >= 0 &&
-	    (ep->stalled ||
-	     (drv->frames_posted_faulty >= (uint64_t)drv->par.stall_after &&
-	      faults_left(drv)))) {
-		if (!ep->stalled)
-			drv->cnt.errors_injected++;
+	/* A black hole: frames stay queued, no error, ever. A connection
+	 * that sent into an outage stays so when the link is back: the
+	 * engine has to find it dead and reconnect. */
+	if (ep->stalled)
+		return 1;
+	if (faulty && (fake_rail_out(drv, ep->rail) ||
+		       (drv->par.stall_after >= 0 &&
+			drv->frames_posted_faulty >=
+				(uint64_t)drv->par.stall_after &&
+			faults_left(drv)))) {
+		drv->cnt.errors_injected++;
 		ep->stalled = true;
 		return 1;
 	}

@@ -69,6 +69,7 @@ struct fake_params {
 	int fail_rail;              /* -1 = every rail */
 	int64_t faults;             /* at most this many faults; -1 = no cap */
 	int64_t stall_after;        /* -1 = never */
+	double outage_at, outage;   /* s after open; outage 0 = none */
 };
 
 /* Parse "key=value,..."; logs and returns MRAIL_ERR_CONFIG naming the key
@@ -160,6 +161,7 @@ struct mrail_drv {
 	unsigned quarantine_cnt;
 	uint64_t rma_posted; /* gets and puts on fault-affected rails */
 	uint64_t frames_posted_faulty; /* frames on drop-affected rails */
+	double opened_at;              /* mrail_now() at open (outage) */
 
 	struct mrail_fake_counters cnt;
 };
@@ -168,6 +170,9 @@ static inline struct mrail_drv *fake_drv(const struct mrail_drv_ep *ep)
 {
 	return (struct mrail_drv *)ep->dc.drv;
 }
+
+/* Is rail inside the outage window now (fake.c)? */
+bool fake_rail_out(const struct mrail_drv *drv, int rail);
 
 /* ---- fake.c ------------------------------------------------------------ */
 /* Report a broken connection (progress only). With failed_sends_first,
