@@ -238,6 +238,7 @@ static void flow_run(struct flow *f, double seconds)
 				"(sent %llu, received %llu)\n", f->me,
 				(unsigned long long)f->sent,
 				(unsigned long long)f->got);
+			timeline_dump(f);
 			rails_dump(f);
 			exit(1);
 		}
