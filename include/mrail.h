@@ -674,6 +674,15 @@ MRAIL_API int mrail_rail_count(const mrail_engine_t *engine, mrail_peer_t peer);
 MRAIL_API int mrail_rail_stats(mrail_engine_t *engine, mrail_peer_t peer,
 			       int rail, struct mrail_rail_stats *stats);
 
+/*
+ * What the engine waits on, written as text to fd: per peer its rails
+ * (state, backlog, packets not yet acknowledged, when the peer was last
+ * heard), its send queue, its rendezvous requests in flight and its flow
+ * control. For people diagnosing a stall: the format may change. Safe
+ * from any thread (it takes the engine's lock like every call).
+ */
+MRAIL_API int mrail_engine_dump(mrail_engine_t *engine, int fd);
+
 #ifdef __cplusplus
 }
 #endif

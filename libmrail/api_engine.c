@@ -141,6 +141,16 @@ MRAIL_API int mrail_rail_stats(mrail_engine_t *e, mrail_peer_t peer, int rail,
 	return rc;
 }
 
+MRAIL_API int mrail_engine_dump(mrail_engine_t *e, int fd)
+{
+	if (!e || fd < 0)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	engine_dump(e, fd);
+	engine_unlock(e);
+	return MRAIL_OK;
+}
+
 MRAIL_API int mrail_set_rail_hooks(mrail_engine_t *e,
 				   const struct mrail_rail_hooks *hooks,
 				   void *ctx)

@@ -181,6 +181,7 @@ struct mrail_engine {
 	/* send.c: payload bytes of standard sends completed for their caller
 	 * while still waiting here as an RTS (capped by unexpected_max) */
 	uint64_t detached_bytes;
+	int detach_retry;              /* some gate's detach_retry is set */
 
 	/* The engine's clock (engine_now): read at most once per progress
 	 * pass and per posting call, when first needed, instead of once per
@@ -242,6 +243,9 @@ void engine_idle_sleep(struct mrail_engine *e, int timeout_ms);
 /* How long a waiting call may sleep between progress rounds: 1 ms, more
  * when this host runs more ranks than it has cores (docs/scale.md). */
 void engine_set_idle_wait(struct mrail_engine *e, uint32_t local_ranks);
+
+/* dump.c: mrail_engine_dump's text (lock held). */
+void engine_dump(struct mrail_engine *e, int fd);
 
 /* wait.c: the descriptor of mrail_wait_fd (created on first use), arming
  * it and the drivers before a sleep (MRAIL_OK: sleep; MRAIL_ERR_AGAIN: a

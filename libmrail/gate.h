@@ -52,6 +52,7 @@ struct gate {
 	uint64_t next_send_seq;
 	uint64_t next_recv_seq;
 	uint64_t detached_bytes; /* held copies of completed sends (send.c) */
+	int detach_retry;        /* a copy was taken: room for more (send.c) */
 	uint64_t burst_pass;     /* progress pass of the last packet sent at
 	                            post time on a system-call rail (burst.c) */
 	struct mrail_list ooo;     /* records that arrived early, by seq */
@@ -116,5 +117,7 @@ int send_start(struct mrail_engine *e, mrail_peer_t dest,
 int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r);
 void gate_schedule(struct mrail_engine *e, struct gate *g);
 void schedule_pending(struct mrail_engine *e);
+/* Copy sends that wait as a plain RTS, room permitting (progress). */
+void send_detach_waiting(struct mrail_engine *e, struct gate *g);
 
 #endif

@@ -10,6 +10,18 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+/* Copies were taken by their receivers: sends waiting for room get it
+ * (send.c), here where no list of the engine is being walked. */
+static void detach_pending(struct mrail_engine *e)
+{
+	uint32_t n;
+	struct gate **gates = gate_active(e, &n);
+	e->detach_retry = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (gates[i] && gates[i]->detach_retry)
+			send_detach_waiting(e, gates[i]);
+}
+
 int engine_progress(struct mrail_engine *e)
 {
 	ENGINE_ASSERT_LOCKED(e);
@@ -23,6 +35,8 @@ int engine_progress(struct mrail_engine *e)
 	int events = drivers_progress(e, pass);
 	if (!mrail_list_empty(&e->pulls_done))
 		pulls_finish(e);
+	if (e->detach_retry)
+		detach_pending(e);
 	if (!mrail_list_empty(&e->sched_gates))
 		schedule_pending(e);
 	if ((pass & 1023) == 0)

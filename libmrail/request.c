@@ -138,6 +138,11 @@ void request_complete(struct mrail_engine *e, struct mrail_request *r,
 	if (r->flags & REQF_DETACHED) {
 		e->detached_bytes -= REQ_DETACHED_CHARGE(r);
 		r->gate->detached_bytes -= REQ_DETACHED_CHARGE(r);
+		/* Sends that found no room may be copied now (progress). */
+		if (!mrail_list_empty(&r->gate->rdv)) {
+			r->gate->detach_retry = 1;
+			e->detach_retry = 1;
+		}
 	}
 	if (r->cb) {
 		r->cb_pending = 1;
@@ -286,6 +291,16 @@ struct mrail_request *handle_lookup(struct mrail_engine *e, uint64_t id)
 	if (i >= e->handles_cap || e->handles[i].gen != gen)
 		return NULL;
 	return e->handles[i].req;
+}
+
+void handle_rebind(struct mrail_engine *e, struct mrail_request *from,
+		   struct mrail_request *to)
+{
+	uint32_t i = (uint32_t)from->id;
+	if (from->id && i < e->handles_cap && e->handles[i].req == from)
+		e->handles[i].req = to;
+	to->id = from->id;
+	from->id = 0;
 }
 
 void handle_release(struct mrail_engine *e, struct mrail_request *r)

@@ -149,5 +149,8 @@ int request_run_callbacks(struct mrail_engine *e);
 uint64_t handle_assign(struct mrail_engine *e, struct mrail_request *r);
 struct mrail_request *handle_lookup(struct mrail_engine *e, uint64_t id);
 void handle_release(struct mrail_engine *e, struct mrail_request *r);
+/* `to` answers to from's id from now on (from has none). */
+void handle_rebind(struct mrail_engine *e, struct mrail_request *from,
+		   struct mrail_request *to);
 
 #endif

@@ -226,24 +226,25 @@ static void detached_done(mrail_request_t *r, const mrail_status_t *st,
  * only the bytes); beyond that the send waits for its match
  * (docs/flow-control.md).
  */
-static struct mrail_request *detach_if_rts(struct mrail_engine *e,
-					   struct gate *g,
-					   struct mrail_request *r)
+static int detach_room(const struct mrail_engine *e, const struct gate *g,
+		       const struct mrail_request *r)
 {
 	uint64_t charge = REQ_DETACHED_CHARGE(r);
-	if ((r->flags & (REQF_SYNC | REQF_DETACHED)) || is_eager(g, r) ||
-	    r->len > g->eager_max ||
-	    g->detached_bytes + charge > e->cfg.unexpected_peer_max ||
-	    e->detached_bytes + charge > e->cfg.unexpected_max)
-		return r;
+	return g->detached_bytes + charge <= e->cfg.unexpected_peer_max &&
+	       e->detached_bytes + charge <= e->cfg.unexpected_max;
+}
+
+/* A copy of r's payload in a request of the engine's own, counted
+ * against the caps; the caller puts it in r's place and completes r. */
+static struct mrail_request *detached_copy(struct mrail_engine *e,
+					   struct gate *g,
+					   const struct mrail_request *r)
+{
 	struct mrail_request *c = malloc(sizeof *c + r->len);
 	if (!c)
-		return r; /* it waits for the match instead */
+		return NULL;
 	*c = *r;
-	/* c takes r's place in the send queue. */
-	c->link.prev->next = &c->link;
-	c->link.next->prev = &c->link;
-	mrail_list_init(&r->link);
+	mrail_list_init(&c->link);
 	mrail_list_init(&c->gate_link);
 	mrail_list_append(&e->requests, &c->all_link);
 	c->flags = (r->flags & ~(unsigned)(REQF_STORAGE | REQF_KEEP)) |
@@ -259,11 +260,73 @@ static struct mrail_request *detach_if_rts(struct mrail_engine *e,
 	c->ranges = NULL;
 	c->nranges = c->ranges_cap = 0;
 	c->rma = NULL;
-	e->detached_bytes += charge;
-	g->detached_bytes += charge;
+	e->detached_bytes += REQ_DETACHED_CHARGE(c);
+	g->detached_bytes += REQ_DETACHED_CHARGE(c);
+	return c;
+}
+
+/* c takes the list position n of r holds (r's node left empty). */
+static void list_take_place(struct mrail_list *c, struct mrail_list *n)
+{
+	c->prev = n->prev;
+	c->next = n->next;
+	c->prev->next = c;
+	c->next->prev = c;
+	mrail_list_init(n);
+}
+
+static struct mrail_request *detach_if_rts(struct mrail_engine *e,
+					   struct gate *g,
+					   struct mrail_request *r)
+{
+	if ((r->flags & (REQF_SYNC | REQF_DETACHED)) || is_eager(g, r) ||
+	    r->len > g->eager_max || !detach_room(e, g, r))
+		return r;
+	struct mrail_request *c = detached_copy(e, g, r);
+	if (!c)
+		return r; /* it waits for the match instead */
+	list_take_place(&c->link, &r->link); /* in the send queue */
 	r->status.length = r->len;
 	request_complete(e, r, MRAIL_OK);
 	return c;
+}
+
+/*
+ * Room for copies came back (the receiver took some): standard sends
+ * that found the caps full and left as a plain RTS are copied now and
+ * complete, as they would have at post time. Left to their match, their
+ * callers would wait until the receiver has drained everything sent
+ * before them, which after a failover (a rail timeout's worth of earlier
+ * messages held by both ends) takes seconds for small messages under
+ * load. Not a send the receiver answered already, nor one whose RTS gave
+ * the receiver an RDMA key to the caller's buffer (it may read it at any
+ * moment), nor a synchronous one (it completes on its match).
+ */
+void send_detach_waiting(struct mrail_engine *e, struct gate *g)
+{
+	struct mrail_list *pos, *tmp;
+
+	g->detach_retry = 0;
+	if (g->state != GATE_UP)
+		return;
+	mrail_list_foreach_safe(pos, tmp, &g->rdv) {
+		struct mrail_request *r =
+			mrail_list_entry(pos, struct mrail_request, gate_link);
+		if (r->kind != REQ_SEND || r->phase != REQ_RDV_WAIT_RTR ||
+		    r->rma || r->outstanding ||
+		    (r->flags & (REQF_SYNC | REQF_DETACHED | REQF_PULL)) ||
+		    r->len > g->eager_max || r->link.next != &r->link)
+			continue;
+		if (!detach_room(e, g, r))
+			break;
+		struct mrail_request *c = detached_copy(e, g, r);
+		if (!c)
+			break;
+		list_take_place(&c->gate_link, &r->gate_link);
+		handle_rebind(e, r, c);
+		r->status.length = r->len;
+		request_complete(e, r, MRAIL_OK);
+	}
 }
 
 /* One packet of at most `count` queued messages on `rail`. */

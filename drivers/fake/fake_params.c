@@ -167,14 +167,13 @@ int fake_params_parse(const char *s, struct fake_params *p)
 			p->stall_after = v;
 		} else if ((klen == 9 && !strncmp(s, "outage_at", 9)) ||
 			   (klen == 6 && !strncmp(s, "outage", 6))) {
-			double t[FAKE_MAX_RAILS];
-			int nt = 0;
-			if (parse_list(val, vlen, time_units, t, &nt) < 0 ||
-			    nt != 1 || t[0] < 0 || t[0] > 86400)
+			double t;
+			if (parse_unit(val, vlen, time_units, &t) < 0 ||
+			    t < 0 || t > 86400)
 				return bad(s, klen, val, vlen,
 					   "one time such as 3s or 8000ms "
 					   "(at most a day)");
-			*(klen == 9 ? &p->outage_at : &p->outage) = t[0];
+			*(klen == 9 ? &p->outage_at : &p->outage) = t;
 		} else if (klen == 6 && !strncmp(s, "faults", 6)) {
 			if (parse_count(val, vlen, INT64_MAX / 16, &v) < 0)
 				return bad(s, klen, val, vlen,

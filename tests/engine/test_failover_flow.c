@@ -76,6 +76,8 @@ struct flow {
 	uint64_t end_msg;
 	double last_event, max_gap, max_gap_wall;
 	double t0, t0_wall;
+	double bound;                /* TEST_FLOW_MAX_GAP (0: none) */
+	int dumped;                  /* the engine's state, once past it */
 	/* Completions per TIMELINE_STEP since t0: printed when the run
 	 * fails (or TEST_FLOW_TIMELINE is set), to tell a stall from a
 	 * slow drain after the failover. */
@@ -233,13 +235,25 @@ static void flow_run(struct flow *f, double seconds)
 	while (!f->send_done || !f->recv_done) {
 		int n = mrail_progress(f->e);
 		n += send_step(f, stop_at) + recv_step(f);
-		if (mono_now() - f->last_event > 90) {
+		double quiet = mono_now() - f->last_event;
+		/* What this rank waits on, while it waits: the next failure
+		 * past the bound tells its cause, not only its length. */
+		if (f->bound > 0 && quiet > f->bound && !f->dumped) {
+			fprintf(stderr, "rank %u: nothing completed for %.2f s "
+				"(sent %llu, received %llu); engine state:\n",
+				f->me, quiet, (unsigned long long)f->sent,
+				(unsigned long long)f->got);
+			mrail_engine_dump(f->e, 2);
+			f->dumped = 1;
+		}
+		if (quiet > 90) {
 			fprintf(stderr, "rank %u: nothing completed for 90 s "
 				"(sent %llu, received %llu)\n", f->me,
 				(unsigned long long)f->sent,
 				(unsigned long long)f->got);
 			timeline_dump(f);
 			rails_dump(f);
+			mrail_engine_dump(f->e, 2);
 			exit(1);
 		}
 		if (n > 0) {
@@ -325,6 +339,7 @@ int main(void)
 	const char *side = getenv("TEST_FLOW_SIDE");
 	const char *fif = getenv("TEST_FAIL_IF");
 	double max_gap = env_num("TEST_FLOW_MAX_GAP", 0);
+	f.bound = max_gap;
 	int expect = getenv("TEST_EXPECT_FAILOVER") != NULL;
 	f.len = (size_t)env_num("TEST_FLOW_LEN", 16 << 20) & ~(size_t)7;
 	CHECK(f.len >= 8);
