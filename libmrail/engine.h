@@ -182,6 +182,7 @@ struct mrail_engine {
 	 * while still waiting here as an RTS (capped by unexpected_max) */
 	uint64_t detached_bytes;
 	int detach_retry;              /* some gate's detach_retry is set */
+	int detach_starved;            /* a send found the engine's cap full */
 
 	/* The engine's clock (engine_now): read at most once per progress
 	 * pass and per posting call, when first needed, instead of once per

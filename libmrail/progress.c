@@ -16,9 +16,11 @@ static void detach_pending(struct mrail_engine *e)
 {
 	uint32_t n;
 	struct gate **gates = gate_active(e, &n);
-	e->detach_retry = 0;
+	int all = e->detach_starved; /* room under the engine's cap */
+	e->detach_retry = e->detach_starved = 0;
 	for (uint32_t i = 0; i < n; i++)
-		if (gates[i] && gates[i]->detach_retry)
+		if (gates[i] && (gates[i]->detach_retry ||
+				 (all && !mrail_list_empty(&gates[i]->rdv))))
 			send_detach_waiting(e, gates[i]);
 }
 

@@ -139,7 +139,7 @@ void request_complete(struct mrail_engine *e, struct mrail_request *r,
 		e->detached_bytes -= REQ_DETACHED_CHARGE(r);
 		r->gate->detached_bytes -= REQ_DETACHED_CHARGE(r);
 		/* Sends that found no room may be copied now (progress). */
-		if (!mrail_list_empty(&r->gate->rdv)) {
+		if (!mrail_list_empty(&r->gate->rdv) || e->detach_starved) {
 			r->gate->detach_retry = 1;
 			e->detach_retry = 1;
 		}

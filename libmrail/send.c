@@ -223,8 +223,9 @@ static void detached_done(mrail_request_t *r, const mrail_status_t *st,
  * copies are capped per peer by unexpected_peer_max and in all by
  * unexpected_max, request overhead included (each copy is one RTS the
  * receiver keeps until it matches it, so the count must be bounded, not
- * only the bytes); beyond that the send waits for its match
- * (docs/flow-control.md).
+ * only the bytes); beyond that the send leaves as a plain RTS and is
+ * copied once room comes back (send_detach_waiting), or waits for its
+ * match (docs/flow-control.md).
  */
 static int detach_room(const struct mrail_engine *e, const struct gate *g,
 		       const struct mrail_request *r)
@@ -280,8 +281,14 @@ static struct mrail_request *detach_if_rts(struct mrail_engine *e,
 					   struct mrail_request *r)
 {
 	if ((r->flags & (REQF_SYNC | REQF_DETACHED)) || is_eager(g, r) ||
-	    r->len > g->eager_max || !detach_room(e, g, r))
+	    r->len > g->eager_max)
 		return r;
+	if (!detach_room(e, g, r)) {
+		if (e->detached_bytes + REQ_DETACHED_CHARGE(r) >
+		    e->cfg.unexpected_max)
+			e->detach_starved = 1; /* see send_detach_waiting */
+		return r;
+	}
 	struct mrail_request *c = detached_copy(e, g, r);
 	if (!c)
 		return r; /* it waits for the match instead */
@@ -314,11 +321,17 @@ void send_detach_waiting(struct mrail_engine *e, struct gate *g)
 			mrail_list_entry(pos, struct mrail_request, gate_link);
 		if (r->kind != REQ_SEND || r->phase != REQ_RDV_WAIT_RTR ||
 		    r->rma || r->outstanding ||
-		    (r->flags & (REQF_SYNC | REQF_DETACHED | REQF_PULL)) ||
+		    (r->flags & (REQF_SYNC | REQF_DETACHED)) ||
 		    r->len > g->eager_max || r->link.next != &r->link)
 			continue;
-		if (!detach_room(e, g, r))
+		if (!detach_room(e, g, r)) {
+			/* The engine's cap, not this peer's: the room other
+			 * peers' copies free goes to us too. */
+			if (e->detached_bytes + REQ_DETACHED_CHARGE(r) >
+			    e->cfg.unexpected_max)
+				e->detach_starved = 1;
 			break;
+		}
 		struct mrail_request *c = detached_copy(e, g, r);
 		if (!c)
 			break;
