@@ -127,14 +127,19 @@ static void dump_rail(struct dump *d, const struct rail *r, double now,
 	    "pace-held %u; packets sent %u acked %u (retained %u%s), "
 	    "received %u acked to peer %u; heard %.3f s "
 	    "ago; rx waits %u%s; down told %d heard %d settled %d, retry in "
-	    "%.3f s\n", what, r->index, r->epoch, rail_state_name(r->state),
+	    "%.3f s; model %.1f MB/s (%s) x %.2f; busy sending %.3f s, "
+	    "receiving %.3f s\n", what, r->index, r->epoch,
+	    rail_state_name(r->state),
 	    r->reconnecting ? " reconnecting" : "",
 	    r->fail_pending ? " fail-pending" : "", r->stats.local,
 	    r->stats.remote, (unsigned long long)backlog, list_len(&r->posted),
 	    r->pace_held, r->tx_pseq, r->peer_acked, retained, oldest,
 	    r->rx_pseq, r->ack_sent, age(now, r->rx_last), r->rx_count,
 	    r->rx_len ? " mid-body" : "", r->down_told, r->down_heard,
-	    r->settled, r->retry_at > 0 ? r->retry_at - now : -1);
+	    r->settled, r->retry_at > 0 ? r->retry_at - now : -1,
+	    r->bandwidth / 1e6, r->model_source ? r->model_source : "?",
+	    r->time_scale, r->local ? busy_until(r, VIEW_SEND, now) : 0,
+	    r->local ? busy_until(r, VIEW_RECV, now) : 0);
 }
 
 static void dump_gate(struct dump *d, struct mrail_engine *e,

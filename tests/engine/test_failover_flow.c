@@ -119,11 +119,12 @@ static void rails_dump(const struct flow *f)
 		    mrail_rail_stats(f->e, f->peer, r, &st))
 			continue;
 		fprintf(stderr, "rank %u rail %d: %s, failures %llu, "
-			"reconnects %llu, tx %llu B rx %llu B\n", f->me, r,
-			info.state, (unsigned long long)st.failures,
+			"reconnects %llu, tx %llu B rx %llu B, time scale "
+			"%.2f\n", f->me, r, info.state,
+			(unsigned long long)st.failures,
 			(unsigned long long)st.reconnects,
 			(unsigned long long)st.tx_bytes,
-			(unsigned long long)st.rx_bytes);
+			(unsigned long long)st.rx_bytes, st.time_scale);
 	}
 }
 
@@ -316,6 +317,7 @@ static void after(struct flow *f, int rail)
 		fprintf(stderr, "rank %u: rail %d carried nothing after "
 			"coming back\n", f->me, rail);
 		rails_dump(f);
+		mrail_engine_dump(f->e, 2);
 		exit(1);
 	}
 	printf("rank %u: rail %d carries payload again (%llu bytes); "
