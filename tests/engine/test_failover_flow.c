@@ -293,6 +293,11 @@ static void after(struct flow *f, int rail)
 			usleep(200);
 	}
 	test_barrier(f->e);
+	/* The state the split starts from, shown if the rail then takes
+	 * next to nothing (its share by bandwidth is a quarter or more). */
+	FILE *state = tmpfile();
+	if (state)
+		mrail_engine_dump(f->e, fileno(state));
 	CHECK_RC(mrail_rail_stats(f->e, f->peer, rail, &st));
 	uint64_t before = st.tx_bytes + st.rx_bytes;
 	uint64_t *sb = malloc(AFTER_LEN), *rb = malloc(AFTER_LEN);
@@ -313,6 +318,18 @@ static void after(struct flow *f, int rail)
 	}
 	CHECK_RC(mrail_rail_stats(f->e, f->peer, rail, &st));
 	uint64_t moved = st.tx_bytes + st.rx_bytes - before;
+	if (moved < 2ULL * DEPTH * AFTER_LEN / 32 && state) {
+		fprintf(stderr, "rank %u: rail %d carried %llu of %llu bytes "
+			"after coming back; the engine before:\n", f->me, rail,
+			(unsigned long long)moved,
+			2ULL * DEPTH * AFTER_LEN);
+		rewind(state);
+		char line[1024];
+		while (fgets(line, sizeof line, state))
+			fputs(line, stderr);
+	}
+	if (state)
+		fclose(state);
 	if (moved == 0) {
 		fprintf(stderr, "rank %u: rail %d carried nothing after "
 			"coming back\n", f->me, rail);

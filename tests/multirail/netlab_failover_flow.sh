@@ -93,6 +93,12 @@ wait $job
 rc=$?
 job=""
 grep -E "rank|warn|error|FAIL|check|mrail-run" "$tmp/out" | cut -c1-220 | head -40
+# The engine's state, when the test printed it (a wait past the bound, a
+# rail that came back and took next to nothing): whole.
+if grep -qE "engine state:|the engine before:" "$tmp/out"; then
+  echo "--- the job's whole output:"
+  cat "$tmp/out"
+fi
 [ $rc -eq 0 ] || fail "job exit $rc"
 [ "$(grep -c 'flow ok' "$tmp/out")" = 2 ] || fail "not both ranks ok"
 gaps=$(sed -n 's/.*longest wait for a completion \([0-9.]*\) s.*/\1/p' "$tmp/out" | tr '\n' ' ')
