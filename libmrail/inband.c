@@ -18,7 +18,6 @@
 #include "util/log.h"
 
 #include <math.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,18 +26,33 @@
 static const uint64_t inband_sizes[] = {8, 4096, 65536, 262144};
 #define NSIZES (sizeof inband_sizes / sizeof *inband_sizes)
 
-/* Spin, but yield the core now and then: with the partner on the same
- * core (oversubscribed, or both pinned to one CPU) a pure spin let each
- * message wait for a scheduler time slice, and the models came out in
- * milliseconds (2-4 ms latencies, 22 MB/s for a 1000 Mbit/s rail,
- * measured with taskset -c 0). Alone on a core the yield returns at
- * once; the minimum over repetitions keeps what noise it adds out. */
+/* Spin briefly, then sleep in the kernel until a rail's socket is ready.
+ * A pure spin let partners on one core (oversubscribed, or both pinned to
+ * one CPU) each wait for a time slice: 2-4 ms latencies, 22 MB/s for a
+ * 1000 Mbit/s rail under taskset -c 0. Yielding the core instead fixed
+ * that but not CPU hogs: each yield handed a hog a whole scheduler tick,
+ * and every 64 KiB and 256 KiB time came out a multiple of ~2-4 ms (3 968
+ * and 8 001 us on a 118 MB/s rail under 3 hogs: 49 MB/s, and 3-13 GB/s
+ * where the two sizes rounded alike). A sleeper woken by its socket
+ * preempts a hog at once; the spin keeps small round trips off the
+ * wake-up path. Drivers with no fd to sleep on (drivers_trywait) keep
+ * spinning. */
+#define INBAND_SPIN_S 50e-6
+
 static int wait_done(struct mrail_engine *e, struct mrail_request *r)
 {
-	unsigned idle = 0;
-	while (r->phase != REQ_DONE)
-		if (engine_progress(e) == 0 && ++idle % 16 == 0)
-			sched_yield();
+	double idle_since = 0;
+	while (r->phase != REQ_DONE) {
+		if (engine_progress(e) > 0) {
+			idle_since = 0;
+			continue;
+		}
+		double now = mrail_now();
+		if (idle_since == 0)
+			idle_since = now;
+		else if (now - idle_since > INBAND_SPIN_S)
+			engine_idle_wait(e, 1);
+	}
 	int rc = r->status.error;
 	request_free(e, r);
 	return rc;
@@ -123,6 +137,9 @@ static int sample_rail(struct mrail_engine *e, struct gate *g, unsigned rail,
 		 * on both sides, keeps the partners in step. */
 		unsigned reps = i < 2 ? 9 : 5;
 		rc = pingpong(e, g, first, buf, inband_sizes[i], reps, &t);
+		mrail_debug("%s rail %u: in-band %llu B one-way %.1f us",
+			    g->name, rail, (unsigned long long)inband_sizes[i],
+			    1e6 * t);
 		p->samples[i].size = inband_sizes[i];
 		p->samples[i].eager = inband_sizes[i] <= g->eager_max ? t : NAN;
 		p->samples[i].rdv = inband_sizes[i] <= g->eager_max ? NAN : t;
@@ -175,11 +192,19 @@ static void apply_figures(struct mrail_engine *e, const char *local_if,
 	}
 }
 
-static void apply(struct mrail_engine *e, const char *local_if,
-		  const struct mrail_rail_model *m)
+/* The bandwidth the rail's model gets: its samples' tail slope, bounded
+ * by their widest span (mrail_model_bandwidth_checked): these few
+ * repetitions ran while other processes may hold the cores. */
+static double inband_bandwidth(const char *gate, unsigned rail,
+			       const struct mrail_rail_model *m)
 {
-	apply_figures(e, local_if, mrail_model_latency(m),
-		      mrail_model_bandwidth(m));
+	double tail = mrail_model_bandwidth(m);
+	double b = mrail_model_bandwidth_checked(m);
+	if (b < tail)
+		mrail_info("%s rail %u: in-band samples' last segment says "
+			   "%.0f MB/s, their whole span much less: %.0f MB/s "
+			   "kept", gate, rail, tail / 1e6, b / 1e6);
+	return b;
 }
 
 void inband_model_for(struct mrail_engine *e, struct rail *r)
@@ -252,11 +277,12 @@ void inband_sample_gate(struct mrail_engine *e, struct gate *g, int first)
 				   mrail_strerror(rc));
 			continue;
 		}
-		apply(e, g->plan[i].local_if, m);
+		double bw = inband_bandwidth(g->name, i, m);
+		apply_figures(e, g->plan[i].local_if, mrail_model_latency(m),
+			      bw);
 		mrail_info("%s rail %u (%s): in-band model %.1f us, %.0f MB/s",
 			   g->name, i, g->plan[i].local_if,
-			   1e6 * mrail_model_latency(m),
-			   mrail_model_bandwidth(m) / 1e6);
+			   1e6 * mrail_model_latency(m), bw / 1e6);
 		mrail_model_free(m);
 	}
 	free(p);

@@ -305,6 +305,30 @@ double mrail_model_bandwidth(const struct mrail_rail_model *m)
 	return 1 / c->tail;
 }
 
+/* One slow repetition-set at the second-largest size makes the last
+ * segment nearly flat: in-band models of a 1000 Mbit/s rail read 3-13
+ * GB/s under CPU hogs (docs/mrail-sample.md). The slope over the widest
+ * span, smallest to largest sample, moves little with one point's error:
+ * the asymptotic figure may exceed it only by what a latency step between
+ * the curves explains (rendezvous handshakes: below half the largest
+ * sample's transfer time on every rail measured). */
+#define SPAN_SLOPE_FACTOR 1.5
+
+double mrail_model_bandwidth_checked(const struct mrail_rail_model *m)
+{
+	double b = mrail_model_bandwidth(m);
+	const struct mrail_curve *lo = m->eager.n ? &m->eager : &m->rdv;
+	const struct mrail_curve *hi = &m->rdv;
+	if (!m->rdv.n || (m->eager.n && m->eager.size[m->eager.n - 1] >
+					    m->rdv.size[m->rdv.n - 1]))
+		hi = &m->eager;
+	uint64_t s0 = lo->size[0], s1 = hi->size[hi->n - 1];
+	double dt = hi->time[hi->n - 1] - lo->time[0];
+	if (s1 <= s0 || !(dt > 0))
+		return b;
+	return fmin(b, SPAN_SLOPE_FACTOR * (double)(s1 - s0) / dt);
+}
+
 double mrail_model_latency(const struct mrail_rail_model *m)
 {
 	return mrail_predict(m, 0);

@@ -100,6 +100,11 @@ void mrail_model_set_threshold(struct mrail_rail_model *m, uint64_t size);
  * extrapolates with (its last segment). */
 double mrail_model_bandwidth(const struct mrail_rail_model *m);
 
+/* The asymptotic bandwidth, at most 1.5 times the slope from the
+ * smallest to the largest sample: for models from few, noisy samples
+ * (in-band), whose last segment one slow point can flatten. */
+double mrail_model_bandwidth_checked(const struct mrail_rail_model *m);
+
 /* Latency in seconds: the predicted time of the smallest message. */
 double mrail_model_latency(const struct mrail_rail_model *m);
 

@@ -340,6 +340,43 @@ static void test_nominal(void)
 	CHECK(mrail_model_from_nominal(1e9, NAN, &m) == MRAIL_ERR_INVALID);
 }
 
+/* In-band samples of a 1000 Mbit/s rail (118 MB/s, 50 us) under CPU
+ * hogs: the 64 KiB repetitions all waited a time slice, the last segment
+ * reads 1.1 GB/s; the span bound keeps 1.5x the end-to-end slope. A clean
+ * set keeps its tail slope. */
+static void test_bandwidth_checked(void)
+{
+	static struct mrail_profile p;
+	const double bw = 118e6, lat = 50e-6;
+	uint64_t sizes[] = {8, 4096, 65536, 262144};
+	for (int noisy = 0; noisy < 2; noisy++) {
+		test_profile_header(&p);
+		for (unsigned i = 0; i < 4; i++) {
+			double t = lat + (double)sizes[i] / bw;
+			if (noisy && i == 2)
+				t = 2.1e-3;
+			test_add(&p, sizes[i], t, NAN);
+		}
+		struct mrail_rail_model *m = model(&p);
+		double tail = mrail_model_bandwidth(m);
+		double b = mrail_model_bandwidth_checked(m);
+		double span = (double)(262144 - 8) /
+			      ((lat + 262144 / bw) - (lat + 8 / bw));
+		if (noisy) {
+			CHECK(tail > 1e9);
+			CHECK(fabs(b - 1.5 * span) < 1);
+		} else {
+			CHECK(b == tail);
+			CHECK(fabs(b - bw) < 1);
+		}
+		mrail_model_free(m);
+	}
+	struct mrail_rail_model *m;
+	CHECK_EQ(mrail_model_from_nominal(1.25e9, 10e-6, &m), MRAIL_OK);
+	CHECK(mrail_model_bandwidth_checked(m) == mrail_model_bandwidth(m));
+	mrail_model_free(m);
+}
+
 static void test_invalid_profile(void)
 {
 	static struct mrail_profile p;
@@ -361,6 +398,7 @@ int main(void)
 	test_monotonic();
 	test_threshold();
 	test_nominal();
+	test_bandwidth_checked();
 	test_invalid_profile();
 	printf("predict: ok\n");
 	return 0;
