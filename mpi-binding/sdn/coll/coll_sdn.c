@@ -21,6 +21,7 @@
 #include "ompi/mca/coll/coll.h"
 #include "ompi/mca/coll/base/base.h"
 #include "ompi/mca/coll/base/coll_base_functions.h"
+#include "ompi/mca/rte/rte.h"
 #include "opal/mca/base/mca_base_var.h"
 #include "opal/util/output.h"
 #include "opal/util/proc.h"
@@ -123,11 +124,33 @@ static const char *controller_addr(void)
 	return mode && *mode ? mode : NULL;
 }
 
+static int ctl_up(void);
+
+/*
+ * HELLO here, at MPI_Init's component selection: before the modex fence
+ * and so before any process adds its peers, the one point after which
+ * the MTL tags messages to them. The controller installs a rank's
+ * fallback flows when it takes the rank's HELLO; a tagged packet to a
+ * rank whose HELLO was not in yet was dropped, and with a controller
+ * slow to answer (a loaded machine) the connections sending them hit the
+ * default rail timeout and the job failed (sdn e2e in CI). Every HELLO is
+ * acknowledged before the fence lets any process past it.
+ */
 static int sdn_init_query(bool threads, bool mpi_threads)
 {
 	(void)threads;
 	(void)mpi_threads;
-	return controller_addr() ? OMPI_SUCCESS : OMPI_ERROR;
+	if (!controller_addr())
+		return OMPI_ERROR;
+	pthread_mutex_lock(&ctl_lock);
+	ctl_up();
+	pthread_mutex_unlock(&ctl_lock);
+	/* Selected even when the controller is off for this rank: the
+	 * module's algorithms are the same either way, only announcing
+	 * stops. Left out on one rank, that rank ran the default
+	 * collectives' algorithms against the others' pinned ones and the
+	 * job hung (a HELLO past its timeout on one of 4 ranks). */
+	return OMPI_SUCCESS;
 }
 
 static void ctl_off(const char *why)
@@ -178,10 +201,11 @@ static int ctl_up(void)
 		ctl_off(err);
 		return 0;
 	}
-	rc = mrail_sdn_ctrl_hello(ctl, job,
-				  (unsigned)ompi_comm_rank(&ompi_mpi_comm_world.comm),
-				  (unsigned)ompi_comm_size(&ompi_mpi_comm_world.comm),
-				  host, rails);
+	/* MPI_COMM_WORLD does not exist yet (sdn_init_query): a job of one
+	 * world, whose ranks are the vpids. */
+	rc = mrail_sdn_ctrl_hello(ctl, job, (unsigned)OPAL_PROC_MY_NAME.vpid,
+				  (unsigned)ompi_process_info.num_procs, host,
+				  rails);
 	if (rc) {
 		ctl_off(mrail_sdn_ctrl_error(ctl));
 		return 0;
@@ -405,11 +429,6 @@ static mca_coll_base_module_t *sdn_comm_query(struct ompi_communicator_t *c,
 
 	if (OMPI_COMM_IS_INTER(c) || ompi_comm_size(c) < 2 ||
 	    sdn_priority <= 0)
-		return NULL;
-	pthread_mutex_lock(&ctl_lock);
-	int up = ctl_up();
-	pthread_mutex_unlock(&ctl_lock);
-	if (!up)
 		return NULL;
 	m = OBJ_NEW(sdn_module_t);
 	if (!m)
