@@ -1,16 +1,4 @@
 /*
- * HELLO here, at MPI_Init's component selection (Open MPI 4.1: after the
- * modex fence, before add_procs and the fence that ends MPI_Init), so
- * every rank's HELLO is acknowledged before any process can send an MPI
- * message, the only traffic the MTL tags (its wire-up traffic is sent
- * untagged). The controller installs a rank's fallback flows when it
- * takes the rank's HELLO; at communicator selection, after that fence, a
- * tagged packet could reach a rank whose HELLO was not in yet and was
- * dropped, and with a controller slow to answer (a loaded machine) the
- * connections sending them hit the default rail timeout and the job
- * failed (sdn e2e in CI).
- */
-/*
  * coll/sdn: announces the communication pattern of Bcast, Reduce and
  * Allreduce to the SDN controller before running them
  * (docs/sdn-controller.md). Stacked over the selected modules the way
@@ -139,14 +127,16 @@ static const char *controller_addr(void)
 static int ctl_up(void);
 
 /*
- * HELLO here, at MPI_Init's component selection: before the modex fence
- * and so before any process adds its peers, the one point after which
- * the MTL tags messages to them. The controller installs a rank's
- * fallback flows when it takes the rank's HELLO; a tagged packet to a
- * rank whose HELLO was not in yet was dropped, and with a controller
- * slow to answer (a loaded machine) the connections sending them hit the
- * default rail timeout and the job failed (sdn e2e in CI). Every HELLO is
- * acknowledged before the fence lets any process past it.
+ * HELLO here, at MPI_Init's component selection (Open MPI 4.1: after the
+ * modex fence, before add_procs and the fence that ends MPI_Init), so
+ * every rank's HELLO is acknowledged before any process can send an MPI
+ * message, the only traffic the MTL tags (its wire-up traffic is sent
+ * untagged). The controller installs a rank's fallback flows when it
+ * takes the rank's HELLO; at communicator selection, after that fence, a
+ * tagged packet could reach a rank whose HELLO was not in yet and was
+ * dropped, and with a controller slow to answer (a loaded machine) the
+ * connections sending them hit the default rail timeout and the job
+ * failed (sdn e2e in CI).
  */
 static int sdn_init_query(bool threads, bool mpi_threads)
 {
