@@ -50,8 +50,16 @@ cleanup() {
 trap cleanup EXIT
 fail() {
 	echo "FAIL: $*"
+	# The first lines name what went wrong first (CI keeps only the end
+	# of a long log): head and tail of each.
 	for f in ctl.err mpi.out mpi.err; do
-		[ -s "$T/$f" ] && { echo "--- $f"; tail -40 "$T/$f"; }
+		[ -s "$T/$f" ] || continue
+		echo "--- $f ($(wc -l <"$T/$f") lines)"
+		if [ "$(wc -l <"$T/$f")" -le 40 ]; then
+			cat "$T/$f"
+		else
+			head -20 "$T/$f"; echo "[...]"; tail -20 "$T/$f"
+		fi
 	done
 	exit 1
 }
