@@ -17,7 +17,11 @@ static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
 	*out = NULL;
 	engine_lock(e);
 	engine_clock_tick(e);
-	int rc = send_start(e, dest, iov, iovcnt, buf, len, tag, args, out);
+	int rc;
+	if (!args || !(args->flags & MRAIL_REQ_IMMEDIATE) ||
+	    !send_direct(e, dest, iov, iovcnt, buf, len, tag, args, &rc))
+		rc = send_start(e, dest, iov, iovcnt, buf, len, tag, args,
+				out);
 	/* Sends completed locally while their receiver is behind
 	 * (send.c, detach_if_rts) free a sender from waiting, and so from
 	 * progressing: it would read neither the receiver's
@@ -27,7 +31,7 @@ static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
 	 * exist keeps both sides' kept packets bounded. */
 	if (e->detached_bytes)
 		engine_progress(e);
-	if (rc == MRAIL_OK && ((*out)->flags & REQF_IMMEDIATE) &&
+	if (rc == MRAIL_OK && *out && ((*out)->flags & REQF_IMMEDIATE) &&
 	    request_release_immediate(e, *out))
 		*out = NULL;
 	engine_unlock(e);

@@ -114,6 +114,12 @@ int send_start(struct mrail_engine *e, mrail_peer_t dest,
 	       const struct iovec *iov, int iovcnt, const void *buf, size_t len,
 	       uint64_t tag, const struct mrail_req_args *args,
 	       struct mrail_request **out);
+/* An immediate eager send straight into a packet, no request (send.c):
+ * 1 if taken (*rc its result), 0 for send_start. */
+int send_direct(struct mrail_engine *e, mrail_peer_t dest,
+		const struct iovec *iov, int iovcnt, const void *buf,
+		size_t len, uint64_t tag, const struct mrail_req_args *args,
+		int *rc);
 int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r);
 void gate_schedule(struct mrail_engine *e, struct gate *g);
 void schedule_pending(struct mrail_engine *e);

@@ -49,11 +49,10 @@ int engine_progress(struct mrail_engine *e)
 	 * its clock_gettime, and taken back: the progress-thread test failed
 	 * under TSan with it, though on a machine so loaded that it also
 	 * failed without it, once in four; docs/mpi-ompi.md "budget".) */
-	if (events == 0 || (pass & 63) == 0) {
-		double due = e->failover_next_tick;
+	if ((events == 0 || (pass & 63) == 0) &&
+	    engine_now(e) >= e->failover_next_tick) {
 		failover_tick(e);
-		if (e->failover_next_tick != due)
-			packet_trim(e);
+		packet_trim(e);
 	}
 	/* Held chunks wait for the kernel to send what it has (pace.c). */
 	if (e->pace_held)

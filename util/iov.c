@@ -40,8 +40,8 @@ int mrail_iov_slice(const struct iovec *iov, int cnt, size_t off, size_t len,
 	return n;
 }
 
-void mrail_iov_to_buf(void *dst, const struct iovec *iov, int cnt, size_t off,
-		      size_t len)
+void mrail_iov_to_buf_any(void *dst, const struct iovec *iov, int cnt,
+			  size_t off, size_t len)
 {
 	char *d = dst;
 	for (int i = 0; i < cnt && len > 0; i++) {
@@ -59,8 +59,8 @@ void mrail_iov_to_buf(void *dst, const struct iovec *iov, int cnt, size_t off,
 	}
 }
 
-void mrail_buf_to_iov(const struct iovec *iov, int cnt, size_t off,
-		      const void *src, size_t len)
+void mrail_buf_to_iov_any(const struct iovec *iov, int cnt, size_t off,
+			  const void *src, size_t len)
 {
 	const char *s = src;
 	for (int i = 0; i < cnt && len > 0; i++) {

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 /* Total length of an iovec (saturates at SIZE_MAX). */
@@ -17,10 +18,32 @@ size_t mrail_iov_length(const struct iovec *iov, int cnt);
 int mrail_iov_slice(const struct iovec *iov, int cnt, size_t off, size_t len,
 		    struct iovec *out, int max);
 
-/* Copy between a flat buffer and bytes [off, off+len) of an iovec. */
-void mrail_iov_to_buf(void *dst, const struct iovec *iov, int cnt, size_t off,
-		      size_t len);
-void mrail_buf_to_iov(const struct iovec *iov, int cnt, size_t off,
-		      const void *src, size_t len);
+/* Copy between a flat buffer and bytes [off, off+len) of an iovec. A
+ * range inside the first entry, as every contiguous message's, is one
+ * memcpy inline (the loop was 50 instructions of an 8 B message's path). */
+void mrail_iov_to_buf_any(void *dst, const struct iovec *iov, int cnt,
+			  size_t off, size_t len);
+void mrail_buf_to_iov_any(const struct iovec *iov, int cnt, size_t off,
+			  const void *src, size_t len);
+static inline void mrail_iov_to_buf(void *dst, const struct iovec *iov,
+				    int cnt, size_t off, size_t len)
+{
+	if (cnt >= 1 && off <= iov[0].iov_len && len <= iov[0].iov_len - off) {
+		if (len)
+			memcpy(dst, (const char *)iov[0].iov_base + off, len);
+		return;
+	}
+	mrail_iov_to_buf_any(dst, iov, cnt, off, len);
+}
+static inline void mrail_buf_to_iov(const struct iovec *iov, int cnt,
+				    size_t off, const void *src, size_t len)
+{
+	if (cnt >= 1 && off <= iov[0].iov_len && len <= iov[0].iov_len - off) {
+		if (len)
+			memcpy((char *)iov[0].iov_base + off, src, len);
+		return;
+	}
+	mrail_buf_to_iov_any(iov, cnt, off, src, len);
+}
 
 #endif

@@ -270,17 +270,8 @@ void dc_ep_close(struct dc_ep *ep)
 	}
 }
 
-bool dc_progress_enter(struct dc_drv *drv)
+void dc_free_idle_zombies(struct dc_drv *drv)
 {
-	if (!drv || drv->progress_depth > 0)
-		return false;
-	drv->progress_depth++;
-	return true;
-}
-
-void dc_progress_leave(struct dc_drv *drv)
-{
-	drv->progress_depth--;
 	free_zombies(drv, false);
 }
 

@@ -222,7 +222,7 @@ void dc_report_done_of(struct dc_ep *ep)
 	}
 }
 
-int dc_run_completions(struct dc_drv *drv)
+int dc_run_completions_now(struct dc_drv *drv)
 {
 	/* Only what is listed now: a send_done that posts a send which
 	 * completes at once must not keep this loop going forever. */

@@ -302,7 +302,12 @@ void shm_rx_release(struct mrail_drv_ep *ep);
 extern const struct mrail_drv_rma_ops shm_rma_ops;
 /* May we read and write peers' memory? Decided once at open. */
 bool shm_cma_usable(int want);
-int shm_rma_completions(struct mrail_drv *drv);
+int shm_rma_completions_now(struct mrail_drv *drv);
+/* Finished reads and writes reported (progress). */
+static inline int shm_rma_completions(struct mrail_drv *drv)
+{
+	return drv->rma_head ? shm_rma_completions_now(drv) : 0;
+}
 /* dc hooks: ep's finished operations fail (after ep_error) or vanish. */
 void shm_rma_fail_of(struct dc_ep *ep, int status);
 void shm_rma_drop_of(struct dc_ep *ep);

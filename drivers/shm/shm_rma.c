@@ -182,9 +182,9 @@ static int finish(struct mrail_drv *drv, struct shm_rma_done *d, bool report,
 	return n;
 }
 
-int shm_rma_completions(struct mrail_drv *drv)
+int shm_rma_completions_now(struct mrail_drv *drv)
 {
-	return drv->rma_head ? finish(drv, take(drv, NULL), true, 0) : 0;
+	return finish(drv, take(drv, NULL), true, 0);
 }
 
 /* After ep_error only errors may be reported: the bytes did move, but
