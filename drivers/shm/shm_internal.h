@@ -136,7 +136,7 @@ struct shm_ring {
 	uint64_t size, mask;
 	uint64_t pos;    /* producer: tail; consumer: head (local copy) */
 	uint64_t peer;   /* the other side's last seen position */
-	uint64_t freed;  /* consumer: the head last given back */
+	uint64_t freed;  /* consumer: the head last given back (<= pos) */
 };
 
 void shm_ring_init(struct shm_ring *r, struct shm_ring_ctl *ctl, uint8_t *data,
@@ -173,6 +173,13 @@ uint64_t shm_ring_get_word(const struct shm_ring *r, uint64_t at);
 /* Consumer: reload the producer's tail (when polling words only); false
  * if it is outside the ring (corrupt). */
 bool shm_ring_refresh(struct shm_ring *r);
+/* Consumer: the head a release would give back (shm_ring_release): the
+ * position, or the start of the line whose word slot it is inside. */
+static inline uint64_t shm_ring_head_due(const struct shm_ring *r)
+{
+	uint64_t in_line = r->pos & (SHM_FRAME_ALIGN - 1);
+	return in_line && in_line < 8 ? r->pos - in_line : r->pos;
+}
 /* Consumer: the producer has published at least up to pos. */
 static inline void shm_ring_seen(struct shm_ring *r, uint64_t pos)
 {
@@ -231,6 +238,7 @@ struct mrail_drv_ep {
 	struct iovec rx_dst[SHM_MAX_BODY_IOV];
 	int rx_dst_cnt, rx_dst_idx;
 	size_t rx_dst_off;
+	uint64_t rx_unpublished; /* 1 + the line last logged as not yet ours */
 };
 
 struct shm_params {

@@ -8,6 +8,7 @@
  */
 #include "drivers/shm/shm_internal.h"
 #include "mrail.h"
+#include "util/log.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,24 @@ static int next_frame(struct mrail_drv_ep *ep)
 			return -1;
 		}
 		return 0;
+	}
+	/* Not our magic and version: only an error once the producer has
+	 * published past the word (what sits at an unpublished line is
+	 * nobody's frame yet; the slot clearing should keep it zero). */
+	if ((w & 0xfff) != (SHM_W_MAGIC | (uint64_t)SHM_FRAME_VERSION << 8)) {
+		if (!shm_ring_refresh(&ep->rx))
+			return 0; /* a corrupt tail: the audit reports it */
+		if (ep->rx.peer < at + 8) {
+			if (ep->rx_unpublished == at + 1)
+				return 0;
+			ep->rx_unpublished = at + 1;
+			mrail_debug("shm: unpublished word 0x%016llx at ring "
+				    "position %llu from %s: waiting",
+				    (unsigned long long)w,
+				    (unsigned long long)at,
+				    ep->dc.remote_name);
+			return 0;
+		}
 	}
 	if (at != ep->rx.pos) { /* the padding, consumed: its slot cleared */
 		shm_ring_seen(&ep->rx, at);
@@ -252,7 +271,8 @@ int shm_rx(struct mrail_drv_ep *ep)
 	ep->in_rx = false;
 	/* Space goes back when the ring is found empty (after the answers
 	 * the frames made us send), or once a quarter of it waits. */
-	if (ep->rx.freed != ep->rx.pos && ep->dc.state != DC_EP_CLOSED &&
+	if (ep->rx.freed != shm_ring_head_due(&ep->rx) &&
+	    ep->dc.state != DC_EP_CLOSED &&
 	    (ep->rx.pos == before ||
 	     ep->rx.pos - ep->rx.freed >= ep->rx.size / 4))
 		shm_rx_release(ep);

@@ -121,26 +121,35 @@ void shm_ring_consume(struct shm_ring *r, uint64_t len)
  * the space back (its release orders the clearing before the producer's
  * next writes there). So a line start the consumer polls holds zero or a
  * word stored this lap, never an earlier lap's payload that might look
- * like one: random payload matches a stamp once in 2^24 boundaries. Only
- * slots consumed whole: a body may start inside one. Called when the ring
- * is found empty, not per frame: the clearing store, to a line the
- * producer shares, would hold up (stores leave in order) the answer the
- * frame made us send; clearing per frame cost 0.05-0.1 us of latency.
+ * like one: random payload matches a stamp once in 2^24 boundaries.
+ *
+ * A slot is cleared once consumed whole, and the head never stops inside
+ * one's first 8 bytes: it is given back only to the slot's start then.
+ * A head at pos inside a slot would let the producer write the next
+ * lap's first bytes there, and the clearing of the slot a later release
+ * owes would zero them: 1-7 bytes of another frame's head or body, lost
+ * without a trace (a flood of 16 KiB messages through a full ring makes
+ * such a stop, the consumer copying a body as far as the tail, common).
+ *
+ * Called when the ring is found empty, not per frame: the clearing
+ * store, to a line the producer shares, would hold up (stores leave in
+ * order) the answer the frame made us send; clearing per frame cost
+ * 0.05-0.1 us of latency.
  */
 void shm_ring_release(struct shm_ring *r)
 {
-	uint64_t at = r->freed & ~(uint64_t)(SHM_FRAME_ALIGN - 1);
+	uint64_t head = shm_ring_head_due(r);
 
-	if (r->freed == r->pos)
+	if (head == r->freed)
 		return;
-	if (at + 8 <= r->freed)
-		at += SHM_FRAME_ALIGN;
-	for (; at + 8 <= r->pos; at += SHM_FRAME_ALIGN)
+	/* freed is a line start or past its word: that slot was cleared. */
+	uint64_t at = shm_pad64(r->freed);
+	for (; at + 8 <= head; at += SHM_FRAME_ALIGN)
 		atomic_store_explicit(
 			(_Atomic uint64_t *)(r->data + (at & r->mask)), 0,
 			memory_order_relaxed);
-	r->freed = r->pos;
-	atomic_store_explicit(&r->ctl->head, r->pos, memory_order_release);
+	r->freed = head;
+	atomic_store_explicit(&r->ctl->head, head, memory_order_release);
 }
 
 bool shm_ring_arm(struct shm_ring *r)
