@@ -58,16 +58,23 @@ void credit_release(struct mrail_engine *e, struct gate *g, uint64_t len)
 	e->cr_held -= len;
 }
 
-/* The gate's window: its own cap, or its share of the engine's. */
-static uint64_t window(const struct mrail_engine *e)
+/* The gate's window: its own cap, or its share of the engine's
+ * (computed again only when the number of gates changed). */
+static uint64_t window(struct mrail_engine *e)
 {
-	uint64_t w = e->cfg.unexpected_peer_max;
-	uint64_t share = e->cfg.unexpected_max / (e->ngates ? e->ngates : 1);
-	return share < w ? share : w;
+	uint32_t n = e->ngates ? e->ngates : 1;
+
+	if (__builtin_expect(e->cr_window_gates != n, 0)) {
+		uint64_t w = e->cfg.unexpected_peer_max;
+		uint64_t share = e->cfg.unexpected_max / n;
+		e->cr_window = share < w ? share : w;
+		e->cr_window_gates = n;
+	}
+	return e->cr_window;
 }
 
 /* Bytes we may grant g now. */
-static uint64_t room(const struct mrail_engine *e, const struct gate *g)
+static uint64_t room(struct mrail_engine *e, const struct gate *g)
 {
 	uint64_t w = window(e), used = g->cr_granted + g->cr_held;
 	uint64_t total = e->cr_granted + e->cr_held;
@@ -130,7 +137,7 @@ void credit_piggyback(struct mrail_engine *e, struct gate *g,
  * tried: a flooding sender's longest waits were 2-4 times longer and its
  * rate no higher; docs/flow-control.md.)
  */
-uint64_t credit_room_for_pull(const struct mrail_engine *e,
+uint64_t credit_room_for_pull(struct mrail_engine *e,
 			      const struct gate *g)
 {
 	return room(e, g);

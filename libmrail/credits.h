@@ -43,7 +43,7 @@ void credit_grant(struct mrail_engine *e, struct gate *g);
 void credit_piggyback(struct mrail_engine *e, struct gate *g,
 		      struct send_op *op, size_t room);
 /* Room for pulling buffered payloads ahead of their match (pull.c). */
-uint64_t credit_room_for_pull(const struct mrail_engine *e,
+uint64_t credit_room_for_pull(struct mrail_engine *e,
 			      const struct gate *g);
 /* The gate failed: what it was granted returns to the engine. */
 void credit_gate_fail(struct mrail_engine *e, struct gate *g);

@@ -178,6 +178,10 @@ struct mrail_engine {
 
 	/* credits.c: sums over the gates of cr_granted and cr_held */
 	uint64_t cr_granted, cr_held;
+	/* credits.c: the per-gate window, for cr_window_gates gates (a
+	 * division per packet otherwise) */
+	uint64_t cr_window;
+	uint32_t cr_window_gates;
 	/* send.c: payload bytes of standard sends completed for their caller
 	 * while still waiting here as an RTS (capped by unexpected_max) */
 	uint64_t detached_bytes;

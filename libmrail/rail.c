@@ -193,15 +193,15 @@ int rail_post_packet(struct mrail_engine *e, struct rail *r,
 		r->tx_last_move = engine_now(e);
 	failover_pkt_post(r, op);
 	mrail_list_append(&r->posted, &op->link);
-	/* Before send: the driver may complete the op inside it. */
-	busy_tx_post(r, op->len);
 	int rc = r->local->ops->send(r->ep, op->buf, op->len, NULL, 0, op);
 	if (rc) {
 		mrail_list_remove(&op->link);
-		busy_tx_done(r);
 		failover_pkt_unpost(r, op);
 		return rc;
 	}
+	/* After the send, off a small message's way to the wire: its
+	 * send_done comes from progress only (drivers/driver.h). */
+	busy_tx_post(r, op->len);
 	r->stats.tx_packets++;
 	r->stats.tx_wire_bytes += op->len;
 	return MRAIL_OK;
