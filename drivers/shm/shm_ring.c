@@ -128,8 +128,10 @@ void shm_ring_consume(struct shm_ring *r, uint64_t len)
  * A head at pos inside a slot would let the producer write the next
  * lap's first bytes there, and the clearing of the slot a later release
  * owes would zero them: 1-7 bytes of another frame's head or body, lost
- * without a trace (a flood of 16 KiB messages through a full ring makes
- * such a stop, the consumer copying a body as far as the tail, common).
+ * without a trace. A body copied as far as the tail stops anywhere; the
+ * producer then needs a whole lap before that release to be hit, which
+ * a full ring and a consumer delayed (preempted) between its last look
+ * at the tail and its release allow.
  *
  * Called when the ring is found empty, not per frame: the clearing
  * store, to a line the producer shares, would hold up (stores leave in
