@@ -261,6 +261,22 @@ MRAIL_API int mrail_address(mrail_engine_t *engine, void *buf, size_t *len);
 MRAIL_API int mrail_peer_add(mrail_engine_t *engine, const void *addr,
 			     size_t len, mrail_peer_t *peer);
 
+/*
+ * For a standalone engine that a job names (an MPI binding): this
+ * process's rank in the job and the job's size, then each peer's rank as
+ * it is added. Log lines, traces (MRAIL_TRACE, docs/trace.md) and state
+ * dumps then name processes by their ranks ("rank 3") instead of by the
+ * order peers were added in ("peer 3"), so that the files of a job's
+ * processes can be set side by side. Peer ids (mrail_peer_t) stay the
+ * order of adding. mrail_set_job_rank() must come before the first peer;
+ * rank < size. MRAIL_ERR_INVALID on a bootstrapped engine (it knows).
+ */
+MRAIL_API int mrail_set_job_rank(mrail_engine_t *engine, uint32_t rank,
+				 uint32_t size);
+MRAIL_API int mrail_peer_add_ranked(mrail_engine_t *engine, const void *addr,
+				    size_t len, uint32_t job_rank,
+				    mrail_peer_t *peer);
+
 /* Number of peers (bootstrapped: the job size). */
 MRAIL_API uint32_t mrail_peer_count(const mrail_engine_t *engine);
 

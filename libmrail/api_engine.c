@@ -6,7 +6,9 @@
  */
 #include "libmrail/engine.h"
 #include "util/clock.h"
+#include "util/log.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Fixed before mrail_engine_create() returns: read without the lock. */
@@ -91,7 +93,42 @@ MRAIL_API int mrail_peer_add(mrail_engine_t *e, const void *addr, size_t len,
 	if (!e || !addr || !peer)
 		return MRAIL_ERR_INVALID;
 	engine_lock(e);
-	int rc = gate_add(e, addr, len, peer);
+	int rc = gate_add(e, addr, len, GATE_NO_JOB_RANK, peer);
+	engine_unlock(e);
+	return rc;
+}
+
+MRAIL_API int mrail_peer_add_ranked(mrail_engine_t *e, const void *addr,
+				    size_t len, uint32_t job_rank,
+				    mrail_peer_t *peer)
+{
+	if (!e || !addr || !peer || job_rank == GATE_NO_JOB_RANK)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	int rc = e->bootstrapped ? MRAIL_ERR_INVALID
+				 : gate_add(e, addr, len, job_rank, peer);
+	engine_unlock(e);
+	return rc;
+}
+
+/* The trace's header names the rank, so it must not be written yet: the
+ * first traced event comes after the first peer. */
+MRAIL_API int mrail_set_job_rank(mrail_engine_t *e, uint32_t rank,
+				 uint32_t size)
+{
+	if (!e || rank >= size)
+		return MRAIL_ERR_INVALID;
+	engine_lock(e);
+	int rc = MRAIL_OK;
+	if (e->bootstrapped || e->ngates || e->trace_headed) {
+		rc = MRAIL_ERR_INVALID;
+	} else {
+		char prefix[32];
+		e->job_rank = rank;
+		e->job_size = size;
+		snprintf(prefix, sizeof prefix, "rank %u", rank);
+		mrail_log_set_prefix(prefix);
+	}
 	engine_unlock(e);
 	return rc;
 }

@@ -142,8 +142,7 @@ static void dump_rail(struct dump *d, const struct rail *r, double now,
 	    r->local ? busy_until(r, VIEW_RECV, now) : 0);
 }
 
-static void dump_gate(struct dump *d, struct mrail_engine *e,
-		      const struct gate *g, double now)
+static void dump_gate(struct dump *d, const struct gate *g, double now)
 {
 	out(d, "%s: %s, %u of %u rail(s) up%s; next send seq %llu, next "
 	    "receive seq %llu, early arrivals %u; credit to send %llu, "
@@ -191,7 +190,6 @@ static void dump_gate(struct dump *d, struct mrail_engine *e,
 	if (detached > 1 || hidden)
 		out(d, "    in flight: %u detached cop%s, %u more not listed\n",
 		    detached, detached == 1 ? "y" : "ies", hidden);
-	(void)e;
 }
 
 void engine_dump(struct mrail_engine *e, int fd)
@@ -202,7 +200,8 @@ void engine_dump(struct mrail_engine *e, int fd)
 	out(&d, "mrail engine rank %u of %u at %.6f: %u peer(s); posted "
 	    "receives %u, unexpected %u, probed %u; detached copies %llu B; "
 	    "credit granted %llu, held %llu; pulls %u; chunks held by pacing "
-	    "%u; rail timeout %.1f s\n", e->rank, e->size, now, e->ngates,
+	    "%u; rail timeout %.1f s\n", e->job_rank, e->job_size, now,
+	    e->ngates,
 	    list_len(&e->posted), list_len(&e->unexpected),
 	    list_len(&e->probed), (unsigned long long)e->detached_bytes,
 	    (unsigned long long)e->cr_granted, (unsigned long long)e->cr_held,
@@ -211,6 +210,6 @@ void engine_dump(struct mrail_engine *e, int fd)
 		const struct gate *g = e->gates[i];
 		if (!g || g->self || g->state == GATE_IDLE)
 			continue;
-		dump_gate(&d, e, g, now);
+		dump_gate(&d, g, now);
 	}
 }

@@ -176,7 +176,7 @@ static int bootstrap_exchange(struct mrail_engine *e,
 		inband_plan(e, pas);
 	for (uint32_t r = 0; r < e->size && !rc; r++) {
 		mrail_peer_t id;
-		rc = gate_add_parsed(e, &pas[r], &id);
+		rc = gate_add_parsed(e, &pas[r], r, &id);
 	}
 	mrail_debug("exchange: fence %.3f s, addresses %.3f s, gates %.3f s",
 		    t1 - t0, t2 - t1, mrail_now() - t2);
@@ -227,6 +227,8 @@ static int bootstrap_wireup(struct mrail_engine *e,
 		return rc;
 	e->rank = bo->rank(bs);
 	e->size = bo->size(bs);
+	e->job_rank = e->rank;
+	e->job_size = e->size;
 	if (e->cfg.connect_mode == MRAIL_CONNECT_AUTO)
 		e->lazy_connect = e->size > MRAIL_CONNECT_EAGER_RANKS;
 	e->bootstrapped = 1;
@@ -373,6 +375,8 @@ int engine_init(struct mrail_engine *e, const struct mrail_config *cfg)
 	} else {
 		e->rank = 0;
 		e->size = 1;
+		e->job_rank = 0;
+		e->job_size = 1;
 	}
 	if ((rc = trace_open(e)))
 		return rc;

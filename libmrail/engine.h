@@ -82,6 +82,10 @@ struct mrail_engine {
 
 	uint64_t uuid;
 	uint32_t rank, size;
+	/* How the job names this process (logs, traces, dumps): rank and
+	 * size when bootstrapped, else what the binding gave with
+	 * mrail_set_job_rank() (0 of 1 by default). */
+	uint32_t job_rank, job_size;
 	int bootstrapped;
 	int lazy_connect;              /* gates connect at first use */
 	int idle_wait_max_ms;          /* longest wait sleep (progress.c) */
@@ -210,6 +214,7 @@ struct mrail_engine {
 	double burst_post_at;
 	/* trace.c: MRAIL_TRACE's file, NULL: off. */
 	FILE *trace;
+	int trace_headed;              /* its header line is written */
 
 	/* libmrail/offload/: NULL when offload stepped aside. */
 	struct offload *offload;

@@ -129,7 +129,8 @@ void gate_first_use(struct mrail_engine *e, struct gate *g)
 		gate_connect_now(e, g);
 }
 
-static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
+static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid,
+			     uint32_t job_rank)
 {
 	struct gate *g = calloc(1, sizeof *g);
 	if (!g)
@@ -159,8 +160,9 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 	g->state = g->self ? GATE_UP : GATE_IDLE;
 	g->eager_max = e->cfg.eager_max;
 	g->deadline = mrail_now() + e->cfg.connect_timeout;
+	g->job_rank = job_rank == GATE_NO_JOB_RANK ? g->id : job_rank;
 	snprintf(g->name, sizeof g->name, "%s %u",
-		 e->bootstrapped ? "rank" : "peer", g->id);
+		 job_rank == GATE_NO_JOB_RANK ? "peer" : "rank", g->job_rank);
 	if (e->strategy && e->strategy->peer_init &&
 	    e->strategy->peer_init(e->strategy_state, g->id, &g->strategy_peer)) {
 		mrail_error("strategy '%s' could not set up its state for %s",
@@ -180,7 +182,7 @@ static struct gate *gate_new(struct mrail_engine *e, uint64_t uuid)
 }
 
 int gate_add_parsed(struct mrail_engine *e, const struct peer_address *pa,
-		    mrail_peer_t *out)
+		    uint32_t job_rank, mrail_peer_t *out)
 {
 	ENGINE_ASSERT_LOCKED(e);
 	char reason[1024];
@@ -189,7 +191,7 @@ int gate_add_parsed(struct mrail_engine *e, const struct peer_address *pa,
 		mrail_error("mrail_peer_add: this peer was already added");
 		return MRAIL_ERR_INVALID;
 	}
-	struct gate *g = gate_new(e, pa->uuid);
+	struct gate *g = gate_new(e, pa->uuid, job_rank);
 	if (!g)
 		return MRAIL_ERR_NOMEM;
 	*out = g->id;
@@ -216,7 +218,7 @@ int gate_add_parsed(struct mrail_engine *e, const struct peer_address *pa,
 }
 
 int gate_add(struct mrail_engine *e, const void *addr, size_t len,
-	     mrail_peer_t *out)
+	     uint32_t job_rank, mrail_peer_t *out)
 {
 	ENGINE_ASSERT_LOCKED(e);
 	struct peer_address pa;
@@ -226,7 +228,7 @@ int gate_add(struct mrail_engine *e, const void *addr, size_t len,
 		mrail_error("mrail_peer_add: %s (%zu bytes)", why, len);
 		return MRAIL_ERR_INVALID;
 	}
-	int rc = gate_add_parsed(e, &pa, out);
+	int rc = gate_add_parsed(e, &pa, job_rank, out);
 	address_free(&pa);
 	return rc;
 }

@@ -42,6 +42,8 @@ struct gate {
 	int in_active;            /* listed in engine->active */
 	int error;                /* why it failed */
 	int bye_received;
+	uint32_t job_rank;        /* how the job names it (mrail_peer_add_ranked;
+	                             bootstrapped: its rank; else its id) */
 	char name[32];            /* "rank 3" / "peer 3" for logs */
 	unsigned nrails;          /* rails to this peer */
 	unsigned rails_up;
@@ -77,13 +79,16 @@ struct gate {
 };
 
 /* gate.c */
+/* job_rank: the peer's rank in the job, GATE_NO_JOB_RANK when the caller
+ * does not name it (the gate is then "peer <id>"). */
+#define GATE_NO_JOB_RANK UINT32_MAX
 int gate_add(struct mrail_engine *e, const void *addr, size_t len,
-	     mrail_peer_t *out);
+	     uint32_t job_rank, mrail_peer_t *out);
 /* The same from an address already parsed (bootstrap: parsed once for
  * the whole job's duplicate check). */
 struct peer_address;
 int gate_add_parsed(struct mrail_engine *e, const struct peer_address *pa,
-		    mrail_peer_t *out);
+		    uint32_t job_rank, mrail_peer_t *out);
 struct gate *gate_get(struct mrail_engine *e, mrail_peer_t id);
 /* The gate of the engine with this uuid, or NULL (constant time: HELLOs
  * and peer adds of a 1024-rank job were quadratic). */

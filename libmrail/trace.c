@@ -34,18 +34,33 @@ int trace_open(struct mrail_engine *e)
 			    strerror(errno));
 		return MRAIL_ERR_CONFIG;
 	}
+	return MRAIL_OK;
+}
+
+/* Written with the first event, not at opening: a standalone engine
+ * learns its rank in the job (mrail_set_job_rank) after it is created. */
+static void header(struct mrail_engine *e)
+{
+	e->trace_headed = 1;
 	fprintf(e->trace,
 		"# mrail chunk trace v%d rank=%u size=%u strategy=%s pace=%d\n",
-		TRACE_FORMAT_VERSION, e->rank, e->size,
+		TRACE_FORMAT_VERSION, e->job_rank, e->job_size,
 		e->cfg.strategy && *e->cfg.strategy ? e->cfg.strategy
 		: e->strategy ? e->strategy->name : "?", e->pace);
 	for (unsigned i = 0; i < e->nlocal; i++)
 		fprintf(e->trace, "# nic=%u name=%s\n", i, e->local[i].name);
-	return MRAIL_OK;
+}
+
+static inline void headed(struct mrail_engine *e)
+{
+	if (!e->trace_headed)
+		header(e);
 }
 
 void trace_close(struct mrail_engine *e)
 {
+	if (e->trace && !e->trace_headed)
+		header(e);
 	if (e->trace)
 		fclose(e->trace);
 	e->trace = NULL;
@@ -68,12 +83,13 @@ void trace_plan_(struct mrail_engine *e, struct gate *g, uint64_t recv_id,
 	double now = mrail_now();
 	double at[MRAIL_MAX_RAILS];
 
+	headed(e);
 	/* The split's own model of the plan: a chunk starts when its rail
 	 * is free (busy_until) or when the one before it on that rail ends. */
 	for (unsigned v = 0; v < nviews && v < MRAIL_MAX_RAILS; v++)
 		at[v] = now + views[v].busy_until;
 	fprintf(e->trace, "%.3f plan rank=%u peer=%u id=%llu len=%llu\n",
-		us(now), e->rank, (unsigned)g->id, (unsigned long long)recv_id,
+		us(now), e->job_rank, g->job_rank, (unsigned long long)recv_id,
 		(unsigned long long)total);
 	for (int k = 0; k < cnt; k++) {
 		const struct mrail_chunk *c = &chunks[k];
@@ -88,7 +104,7 @@ void trace_plan_(struct mrail_engine *e, struct gate *g, uint64_t recv_id,
 			"%.3f chunk rank=%u peer=%u rail=%u nic=%u id=%llu "
 			"off=%llu len=%llu busy=%.3f scale=%.3f pstart=%.3f "
 			"pend=%.3f\n",
-			us(now), e->rank, (unsigned)g->id, v->index,
+			us(now), e->job_rank, g->job_rank, v->index,
 			r ? nic_of(e, r) : 0u, (unsigned long long)recv_id,
 			(unsigned long long)c->offset,
 			(unsigned long long)c->length, us(v->busy_until),
@@ -106,10 +122,11 @@ void trace_op_(struct mrail_engine *e, enum trace_event ev,
 
 	if (!r || !r->gate)
 		return;
+	headed(e);
 	fprintf(e->trace,
 		"%.3f %s rank=%u peer=%u rail=%u nic=%u id=%llu off=%llu "
 		"len=%llu\n",
-		us(mrail_now()), names[ev], e->rank, (unsigned)r->gate->id,
+		us(mrail_now()), names[ev], e->job_rank, r->gate->job_rank,
 		r->index, nic_of(e, r), (unsigned long long)op->recv_id,
 		(unsigned long long)op->offset, (unsigned long long)op->bytes);
 }
@@ -119,9 +136,10 @@ void trace_arrive_(struct mrail_engine *e, const struct rail *r,
 {
 	if (!r->gate)
 		return;
+	headed(e);
 	fprintf(e->trace,
 		"%.3f arrive rank=%u peer=%u rail=%u nic=%u len=%llu "
 		"pend=%.3f\n",
-		us(mrail_now()), e->rank, (unsigned)r->gate->id, r->index,
+		us(mrail_now()), e->job_rank, r->gate->job_rank, r->index,
 		nic_of(e, r), (unsigned long long)bytes, us(due));
 }

@@ -260,6 +260,10 @@ int mtl_mrail_module_init(bool mpi_threads)
 		ompi_mtl_mrail.sdn_tagger = NULL;
 		return OMPI_ERROR;
 	}
+	/* Logs, traces and dumps then name world ranks, as MPI does. */
+	(void)mrail_set_job_rank(ompi_mtl_mrail.engine,
+				 ompi_process_info.my_name.vpid,
+				 ompi_process_info.num_procs);
 	if (publish_address() != OPAL_SUCCESS) {
 		mrail_engine_destroy(ompi_mtl_mrail.engine);
 		ompi_mtl_mrail.engine = NULL;
@@ -375,8 +379,15 @@ static int add_one(struct ompi_proc_t *proc)
 		return OMPI_ERR_UNREACH;
 	}
 	mrail_peer_t peer;
-	rc = mrail_peer_add(ompi_mtl_mrail.engine, blob + sizeof h,
-			    h.addr_len, &peer);
+	/* A process of another job (MPI_Comm_spawn) has a vpid of its own
+	 * numbering: it stays "peer N" in libmrail's logs. */
+	if (proc->super.proc_name.jobid == ompi_process_info.my_name.jobid)
+		rc = mrail_peer_add_ranked(ompi_mtl_mrail.engine,
+					   blob + sizeof h, h.addr_len,
+					   proc->super.proc_name.vpid, &peer);
+	else
+		rc = mrail_peer_add(ompi_mtl_mrail.engine, blob + sizeof h,
+				    h.addr_len, &peer);
 	free(blob);
 	if (rc != MRAIL_OK) {
 		opal_output(0, "mtl mrail: mrail_peer_add(%s): %s",

@@ -12,7 +12,10 @@
 #   PROG is then the program's source); PROG "abort:PATH"
 #   expects the job to be aborted;
 #   "recovery:PATH" runs it with --enable-recovery (a rank may die without
-#   mpirun killing the others).
+#   mpirun killing the others); "trace:PATH" runs it with MRAIL_TRACE set
+#   and checks that every rank's chunk trace names world ranks
+#   (docs/trace.md) and that bench/trace/mrail-trace.py reads the job's
+#   traces.
 # Exits 77 (skipped) without Open MPI's mpirun.
 set -u
 STACK=$1 NP=$2 MPIRUN=$3 MCA_DIR=$4 SYS_MCA_DIR=$5 PROG=$6
@@ -39,10 +42,12 @@ ob1) MCA=(--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo) ;;
 ofi-mrail) MCA=(--mca pml cm --mca mtl ofi -x FI_PROVIDER=mrail -x FI_PROVIDER_PATH) ;;
 *) echo "unknown stack $STACK"; exit 2 ;;
 esac
-ABORT=0
+ABORT=0 TRACE=
 case $PROG in
 abort:*) ABORT=1 PROG=${PROG#abort:} ;;
 recovery:*) MCA+=(--enable-recovery) PROG=${PROG#recovery:} ;;
+trace:*) PROG=${PROG#trace:} TRACE=$T/trace/t
+	mkdir -p "$T/trace"; MCA+=(-x MRAIL_TRACE="$TRACE") ;;
 esac
 
 timeout -k 5 120 "$MPIRUN" --oversubscribe --bind-to none -n "$NP" \
@@ -84,3 +89,48 @@ if [ "$STACK" = mrail-ofi ]; then
 		exit !(n > 0 && tx == rx && tx > 0)
 	}' || { echo "FAIL: rail statistics disagree"; show_err; exit 1; }
 fi
+[ -z "$TRACE" ] && exit 0
+# Under the MTL each process's engine is a standalone one (Open MPI wires
+# it up): its trace must still say which world rank wrote it and name its
+# peers by world rank, or the files of one job cannot be lined up.
+python3 - "$TRACE" "$NP" <<'PY' || { show_err; exit 1; }
+import glob, re, sys
+prefix, np_ = sys.argv[1], int(sys.argv[2])
+kv = re.compile(r"(\w+)=(\S+)")
+files = sorted(glob.glob(prefix + ".*"))
+ranks, plans, bad = [], 0, []
+for f in files:
+    head = None
+    for line in open(f):
+        d = dict(kv.findall(line))
+        if line.startswith("# mrail chunk trace"):
+            head = d
+            ranks.append(int(d["rank"]))
+            if int(d["size"]) != np_:
+                bad.append(f"{f}: size={d['size']}, the job has {np_}")
+            continue
+        if line.startswith("#") or not line.strip():
+            continue
+        if head is None:
+            bad.append(f"{f}: an event before the header")
+            break
+        if line.split()[1] == "plan":
+            plans += 1
+        if d.get("rank") != head["rank"]:
+            bad.append(f"{f}: event of rank {d.get('rank')} in rank {head['rank']}'s trace")
+        p = int(d.get("peer", -1))
+        if not 0 <= p < np_ or p == int(head["rank"]):
+            bad.append(f"{f}: peer={p} is not another world rank")
+if sorted(ranks) != list(range(np_)):
+    bad.append(f"trace headers name ranks {sorted(ranks)}, the job is 0..{np_ - 1}")
+if plans == 0:
+    bad.append("no rendezvous plan traced")
+for b in bad[:10]:
+    print("FAIL:", b)
+print(f"traces: {len(files)} files, ranks {sorted(ranks)}, {plans} plans")
+sys.exit(1 if bad else 0)
+PY
+TOOL=$(dirname "$0")/../../bench/trace/mrail-trace.py
+python3 "$TOOL" "$TRACE" >"$T/tool" 2>&1 ||
+	{ echo "FAIL: mrail-trace.py on the job's traces:"; cat "$T/tool"; exit 1; }
+echo "mrail-trace.py: $(wc -l <"$T/tool") lines"
