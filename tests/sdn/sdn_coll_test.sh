@@ -3,7 +3,9 @@
 # announces to mrail-sdnd (--dry-run), with their exact pairs, and the
 # job's behaviour when the controller is missing or refuses it.
 # usage: sdn_coll_test.sh CASE MPIRUN MCA_DIR COLL_DIR SYS_MCA_DIR LISTING1 SRCDIR
-#   CASE: np4 | np3 | unreachable | refused
+#   CASE: np4 | np3 | unreachable | refused | late-hello (rank 2's HELLO
+#   reaches the controller after the component's reply timeout: that rank
+#   alone says so, once, and the job runs)
 # Exits 77 without Open MPI's mpirun or python3.
 set -u
 CASE=$1 MPIRUN=$2 MCA_DIR=$3 COLL_DIR=$4 SYS_MCA_DIR=$5 PROG=$6 SRC=$7
@@ -13,7 +15,8 @@ command -v python3 >/dev/null || { echo "no python3: skipped"; exit 77; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/mrail-sdn-coll.XXXXXX")
 CTL_PID=
-trap '[ -n "$CTL_PID" ] && kill $CTL_PID 2>/dev/null; rm -rf "$T"' EXIT
+trap '[ -n "$CTL_PID" ] && kill $CTL_PID 2>/dev/null
+	[ -n "${PROXY_PID:-}" ] && kill $PROXY_PID 2>/dev/null; rm -rf "$T"' EXIT
 export TMPDIR=$T OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_mca_base_component_path="$MCA_DIR:$COLL_DIR:$SYS_MCA_DIR"
 fail() {
@@ -47,6 +50,52 @@ for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.1; done
 [ -s "$T/port" ] || fail "controller did not start"
 ADDR=127.0.0.1:$(cat "$T/port")
 [ "$CASE" = unreachable ] && ADDR=127.0.0.1:1
+PROXY_PID=
+if [ "$CASE" = late-hello ]; then
+	# A proxy in front of the controller that holds rank 2's HELLO for
+	# 6 s, past coll sdn's default reply timeout (5 s).
+	python3 - "$ADDR" "$T/pport" <<'PY' 2>"$T/proxy.err" &
+import socket, sys, threading, time
+up_host, up_port = sys.argv[1].rsplit(":", 1)
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", 0))
+ls.listen(16)
+open(sys.argv[2], "w").write(str(ls.getsockname()[1]))
+def pump(src, dst, hold):
+    buf = b""
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            if not hold:
+                dst.sendall(data)
+                continue
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                if b" HELLO " in line and b" rank=2 " in line:
+                    time.sleep(6)
+                dst.sendall(line + b"\n")
+    except OSError:
+        pass
+    for s in (src, dst):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+while True:
+    c, _ = ls.accept()
+    u = socket.create_connection((up_host, int(up_port)))
+    threading.Thread(target=pump, args=(c, u, True), daemon=True).start()
+    threading.Thread(target=pump, args=(u, c, False), daemon=True).start()
+PY
+	PROXY_PID=$!
+	for _ in $(seq 100); do [ -s "$T/pport" ] && break; sleep 0.1; done
+	[ -s "$T/pport" ] || fail "proxy did not start"
+	ADDR=127.0.0.1:$(cat "$T/pport")
+fi
 
 NP=4
 [ "$CASE" = np3 ] && NP=3
@@ -92,6 +141,14 @@ refused)
 	n=$(grep -c "coll sdn: SDN controller refused request 1: rank [0-9]: none of its rails' MACs is a host of the topology" "$T/err")
 	[ "$n" = $NP ] || fail "$n ranks reported the refused HELLO, not $NP"
 	echo "refused HELLO: one line per rank naming the cause, job OK"
+	;;
+late-hello)
+	grep "coll sdn" "$T/err" | sed 's/^/  /'
+	n=$(grep -c "coll sdn: .*patterns are no longer announced" "$T/err")
+	[ "$n" = 1 ] || fail "$n ranks turned announcing off, not 1 (rank 2)"
+	grep -q "coll sdn: SDN controller did not answer request 1 within 5000 ms" "$T/err" ||
+		fail "the late rank's line does not name the timeout"
+	echo "late HELLO: one line, from the late rank; job OK"
 	;;
 *) fail "unknown case" ;;
 esac
