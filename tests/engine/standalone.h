@@ -94,10 +94,14 @@ static inline void job_child(int fd, uint32_t rank, uint32_t n, job_fn fn)
 	_exit(rc);
 }
 
-/* Runs the job; fills status[] with each child's wait status. `setup`,
- * if given, runs first in each child (e.g. to enter a network namespace). */
-static inline void job_run_ns(uint32_t n, job_fn fn, int *status,
-			      void (*setup)(int rank))
+/* Forks n children, each running child(fd, rank, arg) (which must not
+ * return), relays their address blobs (each sends one, then receives
+ * every child's in rank order) and fills status[] with each child's wait
+ * status. For tests whose children set up their engines themselves. */
+typedef void (*job_child_fn)(int fd, uint32_t rank, void *arg);
+
+static inline void job_spawn(uint32_t n, job_child_fn child, void *arg,
+			     int *status)
 {
 	int fds[64];
 	pid_t pids[64];
@@ -112,9 +116,8 @@ static inline void job_run_ns(uint32_t n, job_fn fn, int *status,
 		CHECK(pids[i] >= 0);
 		if (pids[i] == 0) {
 			close(sv[0]);
-			if (setup)
-				setup((int)i);
-			job_child(sv[1], i, n, fn);
+			child(sv[1], i, arg);
+			_exit(1);
 		}
 		close(sv[1]);
 		fds[i] = sv[0];
@@ -128,6 +131,29 @@ static inline void job_run_ns(uint32_t n, job_fn fn, int *status,
 		CHECK(waitpid(pids[i], &status[i], 0) == pids[i]);
 		close(fds[i]);
 	}
+}
+
+struct job_plain {
+	uint32_t n;
+	job_fn fn;
+	void (*setup)(int rank);
+};
+
+static inline void job_plain_child(int fd, uint32_t rank, void *arg)
+{
+	const struct job_plain *j = arg;
+	if (j->setup)
+		j->setup((int)rank);
+	job_child(fd, rank, j->n, j->fn);
+}
+
+/* Runs the job; fills status[] with each child's wait status. `setup`,
+ * if given, runs first in each child (e.g. to enter a network namespace). */
+static inline void job_run_ns(uint32_t n, job_fn fn, int *status,
+			      void (*setup)(int rank))
+{
+	struct job_plain j = {n, fn, setup};
+	job_spawn(n, job_plain_child, &j, status);
 }
 
 static inline void job_run(uint32_t n, job_fn fn, int *status)

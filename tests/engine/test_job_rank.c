@@ -30,13 +30,15 @@ static char *dump_text(mrail_engine_t *e)
 	return text;
 }
 
-static void child(int fd, uint32_t rank)
+static void child(int fd, uint32_t rank, void *arg)
 {
 	uint8_t blob[MRAIL_ADDR_MAX];
 	size_t len = sizeof blob;
 	mrail_engine_t *e;
 	struct mrail_config cfg;
 	uint32_t me = job_rank_of(rank);
+
+	(void)arg;
 
 	alarm(60);
 	CHECK_RC(mrail_config_init(&cfg));
@@ -99,37 +101,15 @@ static void child(int fd, uint32_t rank)
 
 int main(void)
 {
-	int fds[N];
-	pid_t pids[N];
-	uint8_t blobs[N][MRAIL_ADDR_MAX];
-	uint32_t lens[N];
+	int status[N], bad = 0;
 
+	job_spawn(N, child, NULL, status);
 	for (uint32_t i = 0; i < N; i++) {
-		int sv[2];
-		CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-		pids[i] = fork();
-		CHECK(pids[i] >= 0);
-		if (pids[i] == 0) {
-			close(sv[0]);
-			child(sv[1], i);
-		}
-		close(sv[1]);
-		fds[i] = sv[0];
-	}
-	for (uint32_t i = 0; i < N; i++)
-		lens[i] = recv_blob(fds[i], blobs[i], MRAIL_ADDR_MAX);
-	for (uint32_t i = 0; i < N; i++)
-		for (uint32_t p = 0; p < N; p++)
-			send_blob(fds[i], blobs[p], lens[p]);
-	int bad = 0;
-	for (uint32_t i = 0; i < N; i++) {
-		int st;
-		CHECK(waitpid(pids[i], &st, 0) == pids[i]);
-		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-			fprintf(stderr, "process %u: status %#x\n", i, st);
+		if (!WIFEXITED(status[i]) || WEXITSTATUS(status[i])) {
+			fprintf(stderr, "process %u: status %#x\n", i,
+				status[i]);
 			bad = 1;
 		}
-		close(fds[i]);
 	}
 	if (!bad)
 		printf("job ranks: dumps name 3 processes by job rank\n");
