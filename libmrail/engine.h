@@ -198,6 +198,9 @@ struct mrail_engine {
 	 * message, 36 ns each on a KVM guest). Under the lock. */
 	double now;
 	int now_valid;
+	/* progress.c: idle passes since the clock was last read. An idle
+	 * pass looks at the timers only every IDLE_CLOCK_PASSES-th time. */
+	unsigned idle_unclocked;
 
 	/* pace.c: MRAIL_PACE; chunks held on all NICs; the order sends were
 	 * first answered in, and those still being answered. */
@@ -277,6 +280,7 @@ static inline double engine_now(struct mrail_engine *e)
 	if (!e->now_valid) {
 		e->now = mrail_now();
 		e->now_valid = 1;
+		e->idle_unclocked = 0;
 	}
 	return e->now;
 }

@@ -4,6 +4,7 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -24,6 +25,9 @@ static void detach_pending(struct mrail_engine *e)
 			send_detach_waiting(e, gates[i]);
 }
 
+/* Idle passes between two looks at the timers' clock (above). */
+#define IDLE_CLOCK_PASSES 8
+
 int engine_progress(struct mrail_engine *e)
 {
 	ENGINE_ASSERT_LOCKED(e);
@@ -43,14 +47,20 @@ int engine_progress(struct mrail_engine *e)
 		schedule_pending(e);
 	if ((pass & 1023) == 0)
 		handshake_expire(e);
-	/* Timers read the clock: when idle, or now and then when busy.
-	 * Packets recycled beyond need are trimmed at the timers' pace.
-	 * (The coarse clock was tried for this check, to spare an idle pass
-	 * its clock_gettime, and taken back: the progress-thread test failed
-	 * under TSan with it, though on a machine so loaded that it also
-	 * failed without it, once in four; docs/mpi-ompi.md "budget".) */
-	if ((events == 0 || (pass & 63) == 0) &&
-	    engine_now(e) >= e->failover_next_tick) {
+	/* Timers read the clock: every IDLE_CLOCK_PASSES-th idle pass (or
+	 * at once after a sleep), every 64th busy one, or when this pass
+	 * read it anyway. Reading it on every idle pass was a third of a
+	 * polling MPI rank's time (clock_gettime, 36 ns on a KVM guest
+	 * against a pass of about 60 ns): half of that waits between a
+	 * frame's arrival and its detection. The timers' period is 5 ms;
+	 * 8 idle passes are microseconds. (The coarse clock was tried for
+	 * this check and taken back: the progress-thread test failed under
+	 * TSan with it, though on a machine so loaded that it also failed
+	 * without it, once in four; docs/mpi-ompi.md "budget".) */
+	int timers = e->now_valid ||
+		     (events ? (pass & 63) == 0
+			     : ++e->idle_unclocked >= IDLE_CLOCK_PASSES);
+	if (timers && engine_now(e) >= e->failover_next_tick) {
 		failover_tick(e);
 		packet_trim(e);
 	}
@@ -82,6 +92,7 @@ static void idle_wait(struct mrail_engine *e, int extra_fd, int timeout_ms,
 		engine_unlock(e);
 	if (n > 0)
 		poll(p, n, timeout_ms);
+	e->idle_unclocked = UINT_MAX / 2; /* slept: timers are due */
 	if (ofd >= 0)
 		offload_sleep_end(o);
 	if (unlock)

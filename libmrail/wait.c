@@ -10,6 +10,7 @@
 #include "util/log.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -79,6 +80,7 @@ int wait_arm(struct mrail_engine *e)
 	if (read(e->wait_tfd, &n, sizeof n) < 0 && errno != EAGAIN)
 		mrail_debug("mrail_wait_prepare: timer: %s", strerror(errno));
 	double now = mrail_now();
+	e->idle_unclocked = UINT_MAX / 2; /* after the sleep: timers due */
 	double t = timers_busy(e) ? e->failover_next_tick - now
 				  : WAIT_IDLE_PERIOD;
 	if (t < 1e-3)

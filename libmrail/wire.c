@@ -234,6 +234,61 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 	return 1;
 }
 
+/* The fixed-size record of `type` at off, whole in the packet, with no
+ * flags and no length (as mrail_wire_next requires of these). */
+static int lone_fixed(const uint8_t *p, size_t len, size_t off, uint8_t type,
+		      size_t size)
+{
+	struct mrail_wire_rec_hdr rh;
+	if (len - off < size)
+		return 0;
+	memcpy(&rh, p + off, sizeof rh);
+	return rh.type == type && !rh.flags && !rh.len;
+}
+
+int mrail_wire_lone_eager(const void *head, size_t len, size_t off,
+			  size_t max_eager, struct mrail_wire_lone *l)
+{
+	const uint8_t *p = (const uint8_t *)head;
+	const size_t cr = sizeof(struct mrail_wire_credit),
+		     eg = sizeof(struct mrail_wire_eager),
+		     ak = sizeof(struct mrail_wire_ack);
+	struct mrail_wire_rec_hdr rh;
+
+	if (off > len)
+		return 0;
+	l->has_credit = lone_fixed(p, len, off, MRAIL_WIRE_CREDIT, cr);
+	if (l->has_credit) {
+		struct mrail_wire_credit c;
+		memcpy(&c, p + off, sizeof c);
+		l->credit = c.bytes;
+		off += cr;
+	}
+	if (len - off < eg)
+		return 0;
+	memcpy(&rh, p + off, sizeof rh);
+	if (rh.type != MRAIL_WIRE_EAGER || rh.flags || rh.len > max_eager ||
+	    mrail_wire_pad8(rh.len) > len - off - eg)
+		return 0;
+	size_t end = off + eg + mrail_wire_pad8(rh.len);
+	l->has_ack = end < len;
+	if (l->has_ack) {
+		if (len - end != ak || !lone_fixed(p, len, end, MRAIL_WIRE_ACK, ak))
+			return 0;
+		struct mrail_wire_ack a;
+		memcpy(&a, p + end, sizeof a);
+		l->ack = a.count;
+	}
+	struct mrail_wire_rec *rec = &l->eager;
+	memcpy(&rec->u.eager, p + off, sizeof rec->u.eager);
+	rec->type = MRAIL_WIRE_EAGER;
+	rec->has_data = 0;
+	rec->data = 0;
+	rec->payload = p + off + eg;
+	rec->payload_len = rh.len;
+	return 1;
+}
+
 static void put_rec_hdr(void *buf, uint8_t type, uint32_t len)
 {
 	struct mrail_wire_rec_hdr h = {type, 0, 0, len};

@@ -282,6 +282,25 @@ size_t mrail_wire_check_pkt_hdr(const void *head, size_t len,
 				const char **why);
 
 /*
+ * The packet of one small message, recognised without the general
+ * parser: after the packet header at off, an optional CREDIT record,
+ * one EAGER record, an optional ACK record, and nothing else; every
+ * field as mrail_wire_next would accept it (no flags, no length on the
+ * fixed records, the payload within max_eager and the packet). That is
+ * the layout an eager send builds (credit piggybacked before, the ACK
+ * appended when the packet is numbered). Returns 1 with *l filled, 0 for
+ * any other packet, which mrail_wire_next then decodes (and rejects, if
+ * malformed).
+ */
+struct mrail_wire_lone {
+	int has_credit, has_ack;
+	uint64_t credit, ack;  /* their records' bytes and count */
+	struct mrail_wire_rec eager;
+};
+int mrail_wire_lone_eager(const void *head, size_t len, size_t off,
+			  size_t max_eager, struct mrail_wire_lone *l);
+
+/*
  * Decodes the record at *off in head[0..len). Returns 1 and advances *off,
  * 0 at the end of the packet, -1 with *why on a malformed record (unknown
  * type, truncated, length beyond the packet or beyond max_eager).

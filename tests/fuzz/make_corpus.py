@@ -29,8 +29,8 @@ def pad8(b):
     return b + b"\0" * (-len(b) % 8)
 
 
-# ---- engine wire (libmrail/wire.h, version 5) ------------------------------
-PKT = struct.pack("<II", 0x50524d00 | 5, 1)
+# ---- engine wire (libmrail/wire.h, version 8) ------------------------------
+PKT = struct.pack("<II", 0x50524d00 | 8, 1)
 
 
 def rec(t, length=0, flags=0):
@@ -69,6 +69,10 @@ wire = {
 for name, r in wire.items():
     write("wire", name, bytes([4]) + PKT + r)  # eager limit 4096
 write("wire", "all_records", bytes([6]) + PKT + b"".join(wire.values()))
+# The small-message packet the receive path takes without the general loop.
+write("wire", "lone_eager_ack", bytes([4]) + PKT + wire["eager"] + wire["ack"])
+write("wire", "lone_credit_eager_ack",
+      bytes([4]) + PKT + wire["credit"] + wire["eager"] + wire["ack"])
 write("wire", "bad_magic", bytes([4]) + b"XXXX" + PKT[4:] + wire["bye"])
 write("wire", "bad_version", bytes([4]) + struct.pack("<II", 0x50524d04, 0))
 write("wire", "truncated", bytes([4]) + PKT + wire["rts"][:20])

@@ -273,6 +273,72 @@ static void rts_flags(void)
 	expect_reject(pkt, m, "flags set on a record that has none");
 }
 
+/* The small-message packet the receive path takes without the general
+ * loop (mrail_wire_lone_eager): what it accepts, it reads as the loop
+ * does; anything else it leaves to the loop. */
+static int lone(size_t len, size_t max_eager, struct mrail_wire_lone *l)
+{
+	return mrail_wire_lone_eager(pkt, len, sizeof(struct mrail_wire_pkt_hdr),
+				     max_eager, l);
+}
+
+static void lone_eager(void)
+{
+	struct mrail_wire_lone l;
+	const char *why = NULL;
+	size_t h = mrail_wire_put_pkt_hdr(pkt), n, e;
+
+	/* EAGER alone, then with an ACK, then CREDIT, EAGER, ACK. */
+	n = h + mrail_wire_put_eager(pkt + h, 9, 0x1234, 5);
+	memcpy(pkt + n - 8, "hello", 5);
+	CHECK(lone(n, 1 << 20, &l) == 1 && !l.has_credit && !l.has_ack);
+	CHECK(l.eager.type == MRAIL_WIRE_EAGER && l.eager.u.eager.seq == 9 &&
+	      l.eager.u.eager.tag == 0x1234 && l.eager.payload_len == 5 &&
+	      !memcmp(l.eager.payload, "hello", 5) && !l.eager.has_data);
+	e = n;
+	n += mrail_wire_put_ack(pkt + n, 77);
+	CHECK(lone(n, 1 << 20, &l) == 1 && l.has_ack && l.ack == 77 &&
+	      !l.has_credit);
+	CHECK(parse_all(pkt, n, &why) == 2);
+	CHECK(lone(n, 4, &l) == 0); /* beyond the eager limit: the loop's */
+	CHECK(lone(n - 1, 1 << 20, &l) == 0);
+	CHECK(lone(e - 1, 1 << 20, &l) == 0); /* payload cut short */
+	n = h + mrail_wire_put_credit(pkt + h, 1u << 20);
+	n += mrail_wire_put_eager(pkt + n, 10, 1, 0);
+	n += mrail_wire_put_ack(pkt + n, 3);
+	CHECK(lone(n, 1 << 20, &l) == 1 && l.has_credit &&
+	      l.credit == 1u << 20 && l.has_ack && l.ack == 3 &&
+	      l.eager.payload_len == 0 && l.eager.u.eager.seq == 10);
+	CHECK(parse_all(pkt, n, &why) == 3);
+
+	/* Other layouts and malformed fields go to the general loop. */
+	n = h + mrail_wire_put_eager(pkt + h, 1, 2, 0);
+	size_t at = n;
+	n += mrail_wire_put_ack(pkt + n, 1);
+	n += mrail_wire_put_ack(pkt + n, 2);
+	CHECK(lone(n, 1 << 20, &l) == 0); /* two ACKs */
+	n = at + mrail_wire_put_credit(pkt + at, 1); /* CREDIT after EAGER */
+	CHECK(lone(n, 1 << 20, &l) == 0);
+	n = at + mrail_wire_put_ack(pkt + at, 1);
+	pkt[at + 4] = 8; /* an ACK with a length */
+	CHECK(lone(n, 1 << 20, &l) == 0);
+	expect_reject(pkt, n, "non-zero length");
+	pkt[at + 4] = 0;
+	pkt[at + 1] = 1; /* an ACK with flags */
+	CHECK(lone(n, 1 << 20, &l) == 0);
+	pkt[at + 1] = 0;
+	pkt[h + 1] = 1; /* an EAGER with flags */
+	CHECK(lone(n, 1 << 20, &l) == 0);
+	expect_reject(pkt, n, "flags set on a record that has none");
+	n = h + mrail_wire_put_imm(pkt + h, 5);
+	n += mrail_wire_put_eager(pkt + n, 1, 2, 0);
+	CHECK(lone(n, 1 << 20, &l) == 0); /* IMM before it */
+	n = h + mrail_wire_put_eager_sync(pkt + h, 1, 2, 3, 0);
+	CHECK(lone(n, 1 << 20, &l) == 0); /* a synchronous send */
+	CHECK(lone(h, 1 << 20, &l) == 0);
+	CHECK(lone(h + 7, 1 << 20, &l) == 0);
+}
+
 int main(void)
 {
 	roundtrip();
@@ -282,6 +348,7 @@ int main(void)
 	rejections();
 	sync_rejects();
 	credit_record();
+	lone_eager();
 	garbage();
 	puts("test_wire: ok");
 	return 0;
