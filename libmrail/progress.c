@@ -25,7 +25,7 @@ static void detach_pending(struct mrail_engine *e)
 			send_detach_waiting(e, gates[i]);
 }
 
-/* Idle passes between two looks at the timers' clock (above). */
+/* Idle passes between two looks at the timers' clock (engine_progress). */
 #define IDLE_CLOCK_PASSES 8
 
 int engine_progress(struct mrail_engine *e)
@@ -50,10 +50,10 @@ int engine_progress(struct mrail_engine *e)
 	/* Timers read the clock: every IDLE_CLOCK_PASSES-th idle pass (or
 	 * at once after a sleep), every 64th busy one, or when this pass
 	 * read it anyway. Reading it on every idle pass was a third of a
-	 * polling MPI rank's time (clock_gettime, 36 ns on a KVM guest
-	 * against a pass of about 60 ns): half of that waits between a
-	 * frame's arrival and its detection. The timers' period is 5 ms;
-	 * 8 idle passes are microseconds. (The coarse clock was tried for
+	 * polling MPI rank's samples (clock_gettime, 36 ns on a KVM guest),
+	 * and 2 % of an 8 B ping-pong's time (docs/driver-shm.md). The
+	 * timers' period is 5 ms; 8 idle passes of a polling caller are
+	 * microseconds. (The coarse clock was tried for
 	 * this check and taken back: the progress-thread test failed under
 	 * TSan with it, though on a machine so loaded that it also failed
 	 * without it, once in four; docs/mpi-ompi.md "budget".) */
