@@ -92,11 +92,12 @@ static void idle_wait(struct mrail_engine *e, int extra_fd, int timeout_ms,
 		engine_unlock(e);
 	if (n > 0)
 		poll(p, n, timeout_ms);
-	e->idle_unclocked = UINT_MAX / 2; /* slept: timers are due */
 	if (ofd >= 0)
 		offload_sleep_end(o);
 	if (unlock)
 		engine_lock(e);
+	/* Under the lock again: another thread may progress meanwhile. */
+	e->idle_unclocked = UINT_MAX / 2; /* slept: timers are due */
 }
 
 void engine_idle_wait(struct mrail_engine *e, int timeout_ms)
