@@ -9,7 +9,7 @@
 # inside each round; the tables give medians over the rounds (each
 # round's figure is itself mpi-bench's median over its iterations).
 # usage (from the build dir): bench/shm/run.sh [--rounds N] [--max BYTES]
-#        [--window N] [--bind2 core|none] [--no-plot] [OUTDIR]
+#        [--window N] [--bind2 core|none] [--tests LIST] [--no-plot] [OUTDIR]
 # writes OUTDIR/shm-bench.csv (every round), OUTDIR/medians.csv,
 # OUTDIR/summary.txt (the issue's figures, ratios to ob1-vader, load
 # average) and OUTDIR/shm-bench.png (gnuplot; installed with apt-get if
@@ -18,24 +18,37 @@
 # to migrate, the two ranks share a core whenever other jobs load the
 # other one, and every hand-off then waits a scheduler tick (4 ms at
 # HZ=250): the figures measure the scheduler (docs/driver-shm.md).
+# --tests: a comma-separated subset of pingpong,stream,allreduce,alltoall
+# (default all four): the 4-process collectives, which time slicing makes
+# the noisiest, need more rounds than the rest.
 # Four polling processes on two cores measure time slicing as much as the
 # transports: the 4-process figures are for comparing, not absolute.
 set -u
 B=$(cd "$(dirname "$0")/../.." && pwd) # build dir
 ROUNDS=5 MAX=$((16 << 20)) BIND2=core WINDOW=64 PLOT=1
+TESTS=pingpong,stream,allreduce,alltoall
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--max) MAX=$2; shift 2 ;;
 	--window) WINDOW=$2; shift 2 ;;
 	--no-plot) PLOT=0; shift ;;
+	--tests)
+		for t in ${2//,/ }; do
+			case $t in pingpong | stream | allreduce | alltoall) ;;
+			*) echo "run.sh: --tests: unknown test '$t' (pingpong," \
+				"stream, allreduce, alltoall)" >&2
+			   exit 2 ;;
+			esac
+		done
+		TESTS=$2; shift 2 ;;
 	--bind2)
 		case $2 in core | none) BIND2=$2 ;;
 		*) echo "run.sh: --bind2 takes core or none, not '$2'" >&2
 		   exit 2 ;;
 		esac
 		shift 2 ;;
-	-h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,25p' "$0"; exit 0 ;;
 	-*) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -75,10 +88,10 @@ for r in $(seq 1 "$ROUNDS"); do
 			      --mca btl_vader_single_copy_mechanism cma) ;;
 		esac
 		echo "== round $r $cfg" >>"$OUT/err.log"
-		run "$r" $cfg 2 pingpong "${M[@]}" >>"$CSV"
-		run "$r" $cfg 2 stream "${M[@]}" >>"$CSV"
-		run "$r" $cfg 4 allreduce "${M[@]}" >>"$CSV"
-		run "$r" $cfg 4 alltoall "${M[@]}" >>"$CSV"
+		for t in ${TESTS//,/ }; do
+			case $t in pingpong | stream) np=2 ;; *) np=4 ;; esac
+			run "$r" $cfg $np "$t" "${M[@]}" >>"$CSV"
+		done
 	done
 done
 LOAD_END=$(loadavg)
@@ -87,6 +100,13 @@ python3 "$B/bench/shm/summary.py" "$CSV" "$OUT" "$WINDOW" \
 	exit 1
 cat "$OUT/summary.txt"
 [ "$PLOT" = 1 ] || exit 0
+# The figure's four panels need all four tests.
+for t in pingpong stream allreduce alltoall; do
+	case ,$TESTS, in
+	*,$t,*) ;;
+	*) echo "no plot: --tests left out $t" >&2; exit 0 ;;
+	esac
+done
 if ! command -v gnuplot >/dev/null && [ "$(id -u)" = 0 ]; then
 	echo "installing gnuplot-nox for the plot" >&2
 	apt-get install -y -qq gnuplot-nox >/dev/null 2>&1
