@@ -398,12 +398,15 @@ static void fence_done(pmix_status_t status, void *cbdata)
 {
 	struct fence_wait *w = cbdata;
 	uint64_t one = 1;
+	/* The wake-up is written under the lock: once the waiter sees done it
+	 * closes the fd and its stack frame (w) goes away, so nothing of w
+	 * may be touched after the unlock. */
 	pthread_mutex_lock(&w->lock);
 	w->status = status;
 	w->done = true;
-	pthread_mutex_unlock(&w->lock);
 	if (write(w->fd, &one, sizeof one) < 0)
 		mrail_debug("pmix bootstrap: fence wake-up: %s", strerror(errno));
+	pthread_mutex_unlock(&w->lock);
 }
 
 /* PMIx_Fence_nb, then idle() until its callback ran. */
