@@ -221,6 +221,9 @@ static int shm_trywait(struct mrail_drv *drv)
 	struct mrail_list *pos, *tmp;
 	int rc = 0;
 
+	/* A get queued by an upcall of the last pass has not run yet. */
+	if (drv->rma_head)
+		return MRAIL_ERR_AGAIN;
 	drv->armed = true;
 	dc_foreach_ep(pos, tmp, &drv->dc) {
 		struct mrail_drv_ep *ep = shm_ep(dc_ep_entry(pos));

@@ -3,8 +3,11 @@
  * straight between the two processes' memory with process_vm_readv /
  * process_vm_writev (cross-memory attach). A registration is only a
  * range and a key; the remote key names the range, and a get or put
- * outside it is refused before any byte moves. The copy runs inside
- * get()/put(); its completion is reported from progress like a send's.
+ * outside it is refused before any byte moves. A put copies inside
+ * put(); a get issued from progress (an RTS in the ring) is queued and
+ * run at the end of the pass, with the other gets of that pass from the
+ * same peer in one system call; a get issued outside progress copies
+ * inside get(). Completions are reported from progress like a send's.
  *
  * Where the kernel does not let us (Yama ptrace_scope 2 or 3, a seccomp
  * filter), the driver offers no RDMA capability and the engine sends
@@ -122,22 +125,111 @@ static const char *check_rkey(const void *rkey, size_t rkey_len,
 
 /* ---- completions (rma_done from progress only) -------------------------- */
 
-static int done_add(struct mrail_drv *drv, struct mrail_drv_ep *ep, void *ctx,
-		    int status)
+static struct shm_rma_done *done_add(struct mrail_drv *drv,
+				     struct mrail_drv_ep *ep, void *ctx,
+				     int status)
 {
 	struct shm_rma_done *d = drv->rma_free;
 
 	if (d)
 		drv->rma_free = d->next;
 	else if (!(d = malloc(sizeof *d)))
-		return MRAIL_ERR_NOMEM;
-	*d = (struct shm_rma_done){NULL, ep, ctx, status};
+		return NULL;
+	*d = (struct shm_rma_done){NULL, ep, ctx, status, false, NULL, 0, 0};
 	if (drv->rma_tail)
 		drv->rma_tail->next = d;
 	else
 		drv->rma_head = d;
 	drv->rma_tail = d;
+	return d;
+}
+
+/* One copy, resumed after a short count or EINTR; 0 or the error. */
+static int copy_one(struct mrail_drv_ep *ep, bool write, void *laddr,
+		    uint64_t raddr, size_t len)
+{
+	if (ep->dc.state == DC_EP_FAILED || ep->dc.state == DC_EP_CLOSED ||
+	    !ep->peer_pid)
+		return MRAIL_ERR_PEER;
+	size_t done = 0;
+	while (done < len) {
+		struct iovec l = {(uint8_t *)laddr + done, len - done};
+		struct iovec r = {(void *)(uintptr_t)(raddr + done), len - done};
+		ssize_t n = write ? process_vm_writev(ep->peer_pid, &l, 1, &r, 1, 0)
+				  : process_vm_readv(ep->peer_pid, &l, 1, &r, 1, 0);
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		int err = n < 0 ? errno : EFAULT;
+		mrail_info("shm: %s of %zu bytes at 0x%llx in %s: %s",
+			   write ? "put" : "get", len,
+			   (unsigned long long)raddr, ep->dc.remote_name,
+			   strerror(err));
+		/* ESRCH: the peer is gone (its socket tells the rest). */
+		return err == ESRCH ? MRAIL_ERR_PEER : MRAIL_ERR_IO;
+	}
 	return 0;
+}
+
+/* Gets per process_vm_readv (the kernel allows IOV_MAX, 1024). */
+#define SHM_GETS_PER_CALL 64
+
+/* Runs the queued gets from first on whose endpoint is first's, up to
+ * SHM_GETS_PER_CALL, in one call; returns the first not run. */
+static struct shm_rma_done *run_batch(struct mrail_drv *drv,
+				      struct shm_rma_done *first)
+{
+	struct iovec l[SHM_GETS_PER_CALL], r[SHM_GETS_PER_CALL];
+	struct shm_rma_done *batch[SHM_GETS_PER_CALL], *d = first;
+	struct mrail_drv_ep *ep = first->ep;
+	unsigned k = 0;
+
+	for (; d && k < SHM_GETS_PER_CALL; d = d->next) {
+		if (!d->pending)
+			continue;
+		if (d->ep != ep)
+			break;
+		l[k] = (struct iovec){d->laddr, d->len};
+		r[k] = (struct iovec){(void *)(uintptr_t)d->raddr, d->len};
+		batch[k++] = d;
+	}
+	ssize_t n = -1;
+	bool live = ep->dc.state != DC_EP_FAILED &&
+		    ep->dc.state != DC_EP_CLOSED && ep->peer_pid;
+	if (k > 1 && live)
+		n = process_vm_readv(ep->peer_pid, l, k, r, k, 0);
+	/* What the call did not finish (a short count, an error, a single
+	 * get) goes one get at a time, with the error of the one at fault. */
+	size_t left = n > 0 ? (size_t)n : 0; /* bytes the call copied */
+	for (unsigned i = 0; i < k; i++) {
+		struct shm_rma_done *g = batch[i];
+		if (left >= g->len) {
+			left -= g->len;
+			g->status = 0;
+		} else {
+			g->status = copy_one(ep, false, (uint8_t *)g->laddr + left,
+					     g->raddr + left, g->len - left);
+			left = 0;
+		}
+		g->pending = false;
+		drv->rma_pending--;
+	}
+	return d;
+}
+
+void shm_rma_run_pending(struct mrail_drv *drv)
+{
+	struct shm_rma_done *d = drv->rma_head;
+
+	while (d && drv->rma_pending) {
+		if (d->pending)
+			d = run_batch(drv, d);
+		else
+			d = d->next;
+	}
 }
 
 /* Take ep's entries (all if NULL) off the list, in order. */
@@ -158,6 +250,22 @@ static struct shm_rma_done *take(struct mrail_drv *drv, struct mrail_drv_ep *ep)
 			pp = &d->next;
 		}
 	}
+	return out;
+}
+
+/* take, of entries no longer pending: ep's queued gets are dropped (they
+ * fail or vanish with it, and must not copy into a buffer the engine
+ * has given back). */
+static struct shm_rma_done *take_ran(struct mrail_drv *drv,
+				     struct mrail_drv_ep *ep)
+{
+	struct shm_rma_done *out = take(drv, ep);
+
+	for (struct shm_rma_done *d = out; d; d = d->next)
+		if (d->pending) {
+			d->pending = false;
+			drv->rma_pending--;
+		}
 	return out;
 }
 
@@ -184,6 +292,8 @@ static int finish(struct mrail_drv *drv, struct shm_rma_done *d, bool report,
 
 int shm_rma_completions_now(struct mrail_drv *drv)
 {
+	if (drv->rma_pending)
+		shm_rma_run_pending(drv);
 	return finish(drv, take(drv, NULL), true, 0);
 }
 
@@ -192,19 +302,20 @@ int shm_rma_completions_now(struct mrail_drv *drv)
 void shm_rma_fail_of(struct dc_ep *ep, int status)
 {
 	struct mrail_drv *drv = (struct mrail_drv *)ep->drv;
-	finish(drv, take(drv, shm_ep(ep)), true, status);
+	finish(drv, take_ran(drv, shm_ep(ep)), true, status);
 }
 
 void shm_rma_drop_of(struct dc_ep *ep)
 {
 	struct mrail_drv *drv = (struct mrail_drv *)ep->drv;
-	finish(drv, take(drv, shm_ep(ep)), false, 0);
+	finish(drv, take_ran(drv, shm_ep(ep)), false, 0);
 }
 
 void shm_rma_fini(struct mrail_drv *drv)
 {
 	struct shm_rma_done *d = take(drv, NULL);
 
+	drv->rma_pending = 0;
 	while (d) {
 		struct shm_rma_done *next = d->next;
 		free(d);
@@ -236,30 +347,20 @@ static int rma(struct mrail_drv_ep *ep, bool write, void *laddr, size_t len,
 			   ep->dc.remote_name, bad);
 		return MRAIL_ERR_INVALID;
 	}
-	if (ep->dc.state == DC_EP_FAILED || ep->dc.state == DC_EP_CLOSED ||
-	    !ep->peer_pid)
-		status = MRAIL_ERR_PEER;
-	size_t done = 0;
-	while (!status && done < len) {
-		struct iovec l = {(uint8_t *)laddr + done, len - done};
-		struct iovec r = {(void *)(uintptr_t)(raddr + done), len - done};
-		ssize_t n = write ? process_vm_writev(ep->peer_pid, &l, 1, &r, 1, 0)
-				  : process_vm_readv(ep->peer_pid, &l, 1, &r, 1, 0);
-		if (n > 0) {
-			done += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		int err = n < 0 ? errno : EFAULT;
-		/* ESRCH: the peer is gone (its socket tells the rest). */
-		status = err == ESRCH ? MRAIL_ERR_PEER : MRAIL_ERR_IO;
-		mrail_info("shm: %s of %zu bytes at 0x%llx in %s: %s",
-			   write ? "put" : "get", len,
-			   (unsigned long long)raddr, ep->dc.remote_name,
-			   strerror(err));
+	bool queue = !write && drv->dc.progress_depth > 0;
+	if (!queue)
+		status = copy_one(ep, write, laddr, raddr, len);
+	struct shm_rma_done *d = done_add(drv, ep, op_ctx, status);
+	if (!d)
+		return MRAIL_ERR_NOMEM;
+	if (queue) {
+		d->pending = true;
+		d->laddr = laddr;
+		d->raddr = raddr;
+		d->len = len;
+		drv->rma_pending++;
 	}
-	return done_add(drv, ep, op_ctx, status);
+	return 0;
 }
 
 static int shm_get(struct mrail_drv_ep *ep, void *laddr, size_t len,
