@@ -176,9 +176,15 @@ static int copy_one(struct mrail_drv_ep *ep, bool write, void *laddr,
 
 /* Gets per process_vm_readv (the kernel allows IOV_MAX, 1024). */
 #define SHM_GETS_PER_CALL 64
+/* Bytes per call, past which no further get joins: a batch reports its
+ * completions only when the whole call returns, so the cap bounds how
+ * long the first get waits behind the rest (about 170 µs at 6 GB/s),
+ * and at 1 MiB a call's own cost (2.4-2.9 µs) is under 2 % of the copy. */
+#define SHM_BATCH_BYTES (1u << 20)
 
 /* Runs the queued gets from first on whose endpoint is first's, up to
- * SHM_GETS_PER_CALL, in one call; returns the first not run. */
+ * SHM_GETS_PER_CALL and SHM_BATCH_BYTES, in one call; returns the first
+ * not run. */
 static struct shm_rma_done *run_batch(struct mrail_drv *drv,
 				      struct shm_rma_done *first)
 {
@@ -186,8 +192,10 @@ static struct shm_rma_done *run_batch(struct mrail_drv *drv,
 	struct shm_rma_done *batch[SHM_GETS_PER_CALL], *d = first;
 	struct mrail_drv_ep *ep = first->ep;
 	unsigned k = 0;
+	size_t bytes = 0;
 
-	for (; d && k < SHM_GETS_PER_CALL; d = d->next) {
+	for (; d && k < SHM_GETS_PER_CALL && bytes < SHM_BATCH_BYTES;
+	     d = d->next) {
 		if (!d->pending)
 			continue;
 		if (d->ep != ep)
@@ -195,6 +203,7 @@ static struct shm_rma_done *run_batch(struct mrail_drv *drv,
 		l[k] = (struct iovec){d->laddr, d->len};
 		r[k] = (struct iovec){(void *)(uintptr_t)d->raddr, d->len};
 		batch[k++] = d;
+		bytes += d->len;
 	}
 	ssize_t n = -1;
 	bool live = ep->dc.state != DC_EP_FAILED &&
