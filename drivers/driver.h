@@ -51,6 +51,12 @@ enum mrail_drv_cap_flags {
 	 * reading a part while the sender writes the rest
 	 * (docs/driver-shm.md, "Sharing the copy"). */
 	MRAIL_DRV_CAP_RMA_CPU = 1u << 6,
+	/* mr_reg pins nothing and costs an allocation (a range and a key):
+	 * the engine registers per use instead of caching, because keeping
+	 * registrations means watching the address space (userfaultfd), and
+	 * a window of distinct buffers past the cache's limits paid that on
+	 * every message (docs/regcache.md, "Drivers that do not cache"). */
+	MRAIL_DRV_CAP_REG_CHEAP = 1u << 7,
 };
 
 struct mrail_drv_caps {

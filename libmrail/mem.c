@@ -37,9 +37,17 @@ static const struct mrail_regcache_ops cache_ops = {reg, dereg};
 
 int mem_init(struct drv_instance *di)
 {
+	struct mrail_regcache_limits lim;
+	int rc;
 	if (!di->ops->rma)
 		return MRAIL_OK;
-	return mrail_regcache_create(&cache_ops, di, NULL, &di->regcache);
+	/* The environment is read either way, so a wrong MRAIL_REGCACHE is
+	 * reported whatever drivers run. */
+	if ((rc = mrail_regcache_limits_env(&lim)))
+		return rc;
+	if (di->caps.flags & MRAIL_DRV_CAP_REG_CHEAP)
+		lim.enabled = 0;
+	return mrail_regcache_create(&cache_ops, di, &lim, &di->regcache);
 }
 
 int mem_reg_get(struct drv_instance *di, const void *addr, size_t len,

@@ -133,6 +133,7 @@ static void shm_query_caps(struct mrail_drv *drv, struct mrail_drv_caps *caps)
 		caps->flags |= MRAIL_DRV_CAP_RDMA_READ |
 			       MRAIL_DRV_CAP_RDMA_WRITE |
 			       MRAIL_DRV_CAP_NEEDS_REG |
+			       MRAIL_DRV_CAP_REG_CHEAP |
 			       MRAIL_DRV_CAP_RMA_CPU;
 	caps->nominal_bandwidth = 10e9;
 	caps->nominal_latency = 0.3e-6;
