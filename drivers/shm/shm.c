@@ -294,6 +294,7 @@ static int shm_open(const struct mrail_drv_open_args *args,
 		return MRAIL_ERR_NOMEM;
 	dc_drv_init(&drv->dc, &shm_hooks, &mrail_shm_driver_ops, args);
 	drv->wake = (struct shm_bell){{DC_OBJ_OTHER, -1}, NULL};
+	drv->key_salt = (uint64_t)getpid() << 32;
 	if ((rc = shm_params_parse(args->params, &drv->par)) ||
 	    (rc = dc_epoll_open(&drv->dc)))
 		goto fail;

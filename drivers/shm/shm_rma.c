@@ -83,7 +83,7 @@ static int shm_mr_reg(struct mrail_drv *drv, void *addr, size_t len,
 		return MRAIL_ERR_NOMEM;
 	uint64_t k = atomic_fetch_add(&key_state, 0x9e3779b97f4a7c15ull);
 	*mr = (struct mrail_drv_mr){SHM_MR_MAGIC, drv,
-				    k ^ ((uint64_t)getpid() << 32), addr, len};
+				    k ^ drv->key_salt, addr, len};
 	*out = mr;
 	return MRAIL_OK;
 }
