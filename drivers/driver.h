@@ -26,7 +26,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#define MRAIL_DRV_ABI_VERSION 3
+#define MRAIL_DRV_ABI_VERSION 4
 
 struct mrail_drv;    /* one driver instance (an engine may hold several) */
 struct mrail_drv_ep; /* one connection (a rail, or a pending connection) */
@@ -244,6 +244,22 @@ struct mrail_drv_ops {
 	 */
 	int (*send)(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 		    const struct iovec *body, int body_cnt, void *send_ctx);
+
+	/*
+	 * Optional, as libfabric's fi_inject: write one frame without a body
+	 * whose head is head[0..cnt) laid end to end, now or not at all.
+	 * Returns 1 when the frame left (the memory may be reused at once;
+	 * no send_done comes for it), 0 when it cannot leave without being
+	 * queued (nothing was done: post it with send), or a negative error.
+	 * Posting order holds: a driver takes an injection only when nothing
+	 * given to it earlier on ep still waits. Offered only by drivers
+	 * whose connections lose a frame they took when the peer process
+	 * dies and for no other reason (same-host memory): the engine keeps
+	 * no copy of an injected frame for failover, and fails the peer if
+	 * one is found lost (docs/failover.md). NULL: not offered.
+	 */
+	int (*inject)(struct mrail_drv_ep *ep, const struct iovec *head,
+		      int cnt);
 
 	/* Bytes posted on ep but not yet handed to the network. */
 	uint64_t (*ep_backlog)(struct mrail_drv_ep *ep);

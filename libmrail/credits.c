@@ -116,18 +116,24 @@ void credit_grant(struct mrail_engine *e, struct gate *g)
 	granted(e, g, n);
 }
 
-void credit_piggyback(struct mrail_engine *e, struct gate *g,
-		      struct send_op *op, size_t keep)
+size_t credit_piggyback_at(struct mrail_engine *e, struct gate *g, void *at)
 {
-	if (!may_grant(g) || op->len + sizeof(struct mrail_wire_credit) + keep >
-				      op->cap)
-		return;
+	if (!may_grant(g))
+		return 0;
 	uint64_t n = room(e, g), w = window(e);
 	if (n == 0 || n < (w / 4 < CREDIT_PIGGYBACK_MIN ? w / 4
 							 : CREDIT_PIGGYBACK_MIN))
-		return;
-	op->len += mrail_wire_put_credit(op->buf + op->len, n);
+		return 0;
 	granted(e, g, n);
+	return mrail_wire_put_credit(at, n);
+}
+
+void credit_piggyback(struct mrail_engine *e, struct gate *g,
+		      struct send_op *op, size_t keep)
+{
+	if (op->len + sizeof(struct mrail_wire_credit) + keep > op->cap)
+		return;
+	op->len += credit_piggyback_at(e, g, op->buf + op->len);
 }
 
 /*

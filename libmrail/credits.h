@@ -42,6 +42,9 @@ void credit_grant(struct mrail_engine *e, struct gate *g);
  * the packet must keep free for its first message). */
 void credit_piggyback(struct mrail_engine *e, struct gate *g,
 		      struct send_op *op, size_t room);
+/* The same into a packet built elsewhere: writes a CREDIT record at `at`
+ * when one is due; returns its size or 0. */
+size_t credit_piggyback_at(struct mrail_engine *e, struct gate *g, void *at);
 /* Room for pulling buffered payloads ahead of their match (pull.c). */
 uint64_t credit_room_for_pull(struct mrail_engine *e,
 			      const struct gate *g);

@@ -14,6 +14,7 @@
 #include "util/rail_timeout.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,20 @@ void failover_pkt_unpost(struct rail *r, struct send_op *op)
 	mrail_list_remove(&op->rlink);
 	op->retained = 0;
 	r->tx_pseq--;
+}
+
+size_t failover_inject_prepare(struct rail *r, void *head, void *ack)
+{
+	mrail_wire_set_pkt_pseq(head, r->tx_pseq + 1);
+	return ack && r->rx_pseq != r->ack_sent
+		       ? mrail_wire_put_ack(ack, r->rx_pseq) : 0;
+}
+
+void failover_inject_commit(struct rail *r, int acked)
+{
+	r->unkept_pseq = ++r->tx_pseq;
+	if (acked)
+		r->ack_sent = r->rx_pseq;
 }
 
 int failover_pkt_done(struct send_op *op)
@@ -484,6 +499,19 @@ int failover_on_rail_down(struct mrail_engine *e, struct rail *via,
 		return MRAIL_ERR_PROTO;
 	}
 	d->down_heard = 1;
+	if (m->received < d->unkept_pseq) {
+		/* Injected packets are kept nowhere (drivers/driver.h): only
+		 * the peer's death loses them, and then nothing can replay
+		 * them. Not silently: the messages are gone. */
+		char msg[160];
+		snprintf(msg, sizeof msg, "rail %u (%s) lost %llu packet(s) "
+			 "that are not kept for replay (its peer processed "
+			 "%llu of %u)", d->index, d->stats.driver,
+			 (unsigned long long)(d->unkept_pseq - m->received),
+			 (unsigned long long)m->received, d->tx_pseq);
+		gate_fail(e, g, MRAIL_ERR_PEER, msg);
+		return MRAIL_OK;
+	}
 	struct mrail_list *pos, *tmp;
 	mrail_list_foreach_safe(pos, tmp, &d->retained) {
 		struct send_op *op = mrail_list_entry(pos, struct send_op, rlink);
@@ -573,6 +601,7 @@ static int keep_unsettled(struct gate *g, struct rail *r)
 	gh->epoch = r->epoch;
 	gh->rx_pseq = r->rx_pseq;
 	gh->tx_pseq = r->tx_pseq;
+	gh->unkept_pseq = r->unkept_pseq;
 	gh->peer_acked = r->peer_acked;
 	gh->down_told = r->down_told;
 	gh->down_told_epoch = r->down_told_epoch;
@@ -598,6 +627,7 @@ static void reconnect(struct mrail_engine *e, struct gate *g, struct rail *r)
 	if ((!r->settled || !r->down_told) && keep_unsettled(g, r) != MRAIL_OK)
 		return;
 	r->tx_pseq = r->rx_pseq = r->ack_sent = r->peer_acked = 0;
+	r->unkept_pseq = 0;
 	r->bye_in = r->bye_out = 0;
 	r->epoch = (r->epoch + 1) & 0xffff; /* in the HELLO */
 	r->down_told = r->down_heard = r->settled = 0;

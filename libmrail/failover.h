@@ -27,6 +27,12 @@ const char *rail_state_name(int state);
  * piggybacked when one is owed); undone by failover_pkt_unpost. */
 void failover_pkt_post(struct rail *r, struct send_op *op);
 void failover_pkt_unpost(struct rail *r, struct send_op *op);
+/* An injected packet (rail_post_pieces): numbered in head like any,
+ * the ACK owed written at ack unless it is NULL (returns its size, 0 if
+ * none written), kept nowhere; failover_inject_commit once the driver
+ * took it. */
+size_t failover_inject_prepare(struct rail *r, void *head, void *ack);
+void failover_inject_commit(struct rail *r, int acked);
 /* op's send completed: 1 if it stays kept until acknowledged. */
 int failover_pkt_done(struct send_op *op);
 /* A packet arrived on r: checks its number (*counted: it has one). */

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "mrail.h"
 #include "libmrail/drivers.h"
@@ -110,6 +111,7 @@ struct rail {
 	uint32_t rx_pseq;         /* counted packets processed */
 	uint32_t ack_sent;        /* rx_pseq last acknowledged to the peer */
 	uint32_t peer_acked;      /* the peer processed ours up to this */
+	uint32_t unkept_pseq;     /* last counted packet injected, not kept */
 	struct mrail_list retained; /* our counted packets not acked, by pseq */
 	uint32_t epoch;           /* connections of this rail that came up */
 	double tx_last_move;      /* last send completion (or first post) */
@@ -225,6 +227,12 @@ void packet_put(struct mrail_engine *e, struct send_op *op);
 void packet_trim(struct mrail_engine *e);
 int rail_post_packet(struct mrail_engine *e, struct rail *r,
 		     struct send_op *op);
+/* A packet as pieces v[0..cnt): v[0] starts with the packet header; v
+ * has room for one more entry. Injected where the driver can, else
+ * copied into a packet and posted. */
+#define RAIL_PIECES_MAX 8
+int rail_post_pieces(struct mrail_engine *e, struct rail *r, struct iovec *v,
+		     int cnt);
 int rail_post_data(struct mrail_engine *e, struct rail *r,
 		   struct mrail_request *req, uint64_t recv_id,
 		   uint64_t offset, uint64_t len);

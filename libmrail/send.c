@@ -516,6 +516,52 @@ int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r)
  * instructions over shm (docs/driver-shm.md). Returns 1 when it took the
  * send (*rc its result), 0 for the general path.
  */
+/*
+ * send_direct through a driver that injects: the packet as pieces (its
+ * records, the caller's payload, the padding) for rail_post_pieces, which
+ * writes them into the ring without staging them in a packet.
+ */
+static int send_pieces(struct mrail_engine *e, struct gate *g,
+		       struct rail *rail, const struct iovec *iov, int iovcnt,
+		       size_t len, uint64_t tag,
+		       const struct mrail_req_args *args)
+{
+	static const uint8_t zeros[8];
+	uint8_t head[sizeof(struct mrail_wire_pkt_hdr) +
+		     sizeof(struct mrail_wire_credit) +
+		     sizeof(struct mrail_wire_imm) +
+		     sizeof(struct mrail_wire_eager)];
+	struct iovec v[RAIL_PIECES_MAX + 1];
+	size_t hl = mrail_wire_put_pkt_hdr(head);
+	size_t imm = (args->flags & MRAIL_REQ_DATA)
+			     ? sizeof(struct mrail_wire_imm) : 0;
+	/* What the packet would be if the driver declines: it must fit. */
+	if (hl + sizeof(struct mrail_wire_credit) + imm +
+		    mrail_wire_eager_size(len) <= e->packet_cap)
+		hl += credit_piggyback_at(e, g, head + hl);
+	hooks_msg_tx(e, rail, tag);
+	rail->stats.tx_msgs++;
+	if (imm)
+		hl += mrail_wire_put_imm(head + hl, args->data);
+	credit_spend(g, len);
+	hl += mrail_wire_put_eager_head(head + hl, g->next_send_seq++, tag, len);
+	int n = 0;
+	v[n++] = (struct iovec){head, hl};
+	for (int i = 0; i < iovcnt; i++)
+		if (iov[i].iov_len)
+			v[n++] = iov[i];
+	if (mrail_wire_pad8(len) > len)
+		v[n++] = (struct iovec){(void *)zeros, mrail_wire_pad8(len) - len};
+	rail->stats.tx_bytes += len;
+	int rc = rail_post_pieces(e, rail, v, n);
+	if (rc != MRAIL_OK) {
+		gate_fail(e, g, rc, "posting a packet failed");
+		return rc;
+	}
+	burst_sent(e, g, rail);
+	return MRAIL_OK;
+}
+
 int send_direct(struct mrail_engine *e, mrail_peer_t dest,
 		const struct iovec *iov, int iovcnt, const void *buf,
 		size_t len, uint64_t tag, const struct mrail_req_args *args,
@@ -549,6 +595,10 @@ int send_direct(struct mrail_engine *e, mrail_peer_t dest,
 	if (burst_hold(e, g, rail, need,
 		       e->packet_cap - sizeof(struct mrail_wire_pkt_hdr), 1))
 		return 0; /* queued there, as the general path would */
+	if (rail->local->ops->inject && iovcnt <= RAIL_PIECES_MAX - 3) {
+		*rc = send_pieces(e, g, rail, iov, iovcnt, len, tag, args);
+		return 1;
+	}
 	struct send_op *op = packet_get(e);
 	if (!op)
 		return 0;

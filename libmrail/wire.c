@@ -295,8 +295,8 @@ static void put_rec_hdr(void *buf, uint8_t type, uint32_t len)
 	memcpy(buf, &h, sizeof h);
 }
 
-size_t mrail_wire_put_eager(void *buf, uint64_t seq, uint64_t tag,
-			    size_t len)
+size_t mrail_wire_put_eager_head(void *buf, uint64_t seq, uint64_t tag,
+				 size_t len)
 {
 	struct mrail_wire_eager r;
 	memset(&r, 0, sizeof r);
@@ -304,10 +304,17 @@ size_t mrail_wire_put_eager(void *buf, uint64_t seq, uint64_t tag,
 	r.seq = seq;
 	r.tag = tag;
 	memcpy(buf, &r, sizeof r);
+	return sizeof r;
+}
+
+size_t mrail_wire_put_eager(void *buf, uint64_t seq, uint64_t tag,
+			    size_t len)
+{
+	size_t r = mrail_wire_put_eager_head(buf, seq, tag, len);
 	/* Zero the padding so no stale memory leaves the host. */
 	size_t pad = mrail_wire_pad8(len) - len;
 	if (pad)
-		memset((char *)buf + sizeof r + len, 0, pad);
+		memset((char *)buf + r + len, 0, pad);
 	return mrail_wire_eager_size(len);
 }
 

@@ -312,6 +312,10 @@ int mrail_wire_next(const void *head, size_t len, size_t *off,
 /* Record constructors: write at buf, return bytes written. */
 size_t mrail_wire_put_eager(void *buf, uint64_t seq, uint64_t tag,
 			    size_t len); /* payload written by the caller */
+/* Its fixed part only (sizeof struct mrail_wire_eager), for a packet
+ * gathered from pieces: the payload and its zero padding follow. */
+size_t mrail_wire_put_eager_head(void *buf, uint64_t seq, uint64_t tag,
+				 size_t len);
 /* EAGER_SYNC: mrail_wire_eager_sync_size(len) bytes, payload by caller. */
 size_t mrail_wire_put_eager_sync(void *buf, uint64_t seq, uint64_t tag,
 				 uint64_t send_id, size_t len);

@@ -658,6 +658,7 @@ const struct mrail_drv_ops mrail_fake_driver_ops = {
 	.connect = fake_connect,
 	.ep_set_ctx = dc_op_ep_set_ctx,
 	.send = fake_send,
+	.inject = fake_inject,
 	.ep_backlog = dc_op_ep_backlog,
 	.progress = fake_progress,
 	.wait_fd = fake_wait_fd,

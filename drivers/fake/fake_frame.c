@@ -147,6 +147,54 @@ int fake_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	return 0;
 }
 
+/*
+ * inject (drivers/driver.h), offered with the parameter inject=on only:
+ * a fake connection can lose frames with its peer alive (drop_after,
+ * stall_after, outage), which the contract rules out for a driver that
+ * injects. That is what it is for: a frame the drop or stall fault hits
+ * is reported taken and is lost, so that tests see what the engine does
+ * when injected frames are lost (it fails the peer, docs/failover.md).
+ * Taken only when it can be written to the socket now.
+ */
+int fake_inject(struct mrail_drv_ep *ep, const struct iovec *head, int cnt)
+{
+	enum { PIECES = 8 };
+	union {
+		struct dc_send rec;
+		char space[sizeof(struct dc_send) +
+			   (PIECES + 1) * sizeof(struct iovec)];
+	} u;
+	struct dc_send *rec = &u.rec;
+	uint64_t len = mrail_iov_length(head, cnt);
+
+	if (!fake_drv(ep)->par.inject || ep->dc.state != DC_EP_CONNECTED ||
+	    ep->dc.sq_head || ep->drop_injected || ep->dc.send_errno ||
+	    fake_drv(ep)->par.lat[ep->rail] > 0 ||
+	    fake_drv(ep)->par.bw[ep->rail] > 0) /* modelled: not at once */
+		return 0;
+	if (cnt < 1 || cnt > PIECES || len > FAKE_MAX_HEAD) {
+		mrail_error("fake: injection of a %llu-byte frame in %d pieces "
+			    "(limits %d pieces, %zu bytes)",
+			    (unsigned long long)len, cnt, PIECES,
+			    FAKE_MAX_HEAD);
+		return MRAIL_ERR_INVALID;
+	}
+	memset(rec, 0, sizeof *rec);
+	fake_put_le32(rec->hdr, FAKE_FRAME_MAGIC | FAKE_FRAME_VERSION << 24);
+	fake_put_le32(rec->hdr + 4, (uint32_t)len);
+	fake_put_le64(rec->hdr + 8, 0);
+	rec->iov[0] = (struct iovec){rec->hdr, FAKE_FRAME_HDR_LEN};
+	memcpy(rec->iov + 1, head, (size_t)cnt * sizeof *head);
+	rec->iov_cnt = rec->iov_cap = cnt + 1;
+	rec->left = len + FAKE_FRAME_HDR_LEN;
+	int rc = write_frame(ep, rec);
+	if (rc == 0 || rc == 1 || rc == -EPIPE)
+		return 1; /* sent, or lost to the stall or drop fault */
+	if (rc == -EAGAIN)
+		return 0;
+	return rc == -EMSGSIZE ? MRAIL_ERR_INVALID : MRAIL_ERR_PEER;
+}
+
 /* ---- receiving --------------------------------------------------------- */
 
 static bool rx_header_ok(struct mrail_drv_ep *ep, const uint8_t *h,

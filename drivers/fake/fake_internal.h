@@ -70,6 +70,7 @@ struct fake_params {
 	int64_t faults;             /* at most this many faults; -1 = no cap */
 	int64_t stall_after;        /* -1 = never */
 	double outage_at, outage;   /* s after open; outage 0 = none */
+	int inject;                 /* 1: offer inject (tests its loss) */
 };
 
 /* Parse "key=value,..."; logs and returns MRAIL_ERR_CONFIG naming the key
@@ -188,6 +189,7 @@ double fake_link_due(struct mrail_drv *drv, int rail, uint64_t bytes);
 /* ---- fake_frame.c ------------------------------------------------------ */
 int fake_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	      const struct iovec *body, int body_cnt, void *send_ctx);
+int fake_inject(struct mrail_drv_ep *ep, const struct iovec *head, int cnt);
 /* Write due frames; 0 or -errno. Sets *next_due to the earliest frame
  * still waiting for its time (unchanged if none). */
 int fake_flush(struct mrail_drv_ep *ep, double now, double *next_due);

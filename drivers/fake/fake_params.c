@@ -179,6 +179,13 @@ int fake_params_parse(const char *s, struct fake_params *p)
 				return bad(s, klen, val, vlen,
 					   "a count of faults");
 			p->faults = v;
+		} else if (klen == 6 && !strncmp(s, "inject", 6)) {
+			if (vlen == 2 && !strncmp(val, "on", 2))
+				p->inject = 1;
+			else if (vlen == 3 && !strncmp(val, "off", 3))
+				p->inject = 0;
+			else
+				return bad(s, klen, val, vlen, "on or off");
 		} else if (klen == 9 && !strncmp(s, "fail_rail", 9)) {
 			if (parse_count(val, vlen, FAKE_MAX_RAILS - 1, &v) < 0)
 				return bad(s, klen, val, vlen,
@@ -188,7 +195,7 @@ int fake_params_parse(const char *s, struct fake_params *p)
 			mrail_error("fake driver: unknown parameter '%.*s' "
 				    "(known: rails, lat, bw, fail_rma_after, "
 				    "drop_after, stall_after, fail_rail, "
-				    "faults, outage_at, outage)",
+				    "faults, outage_at, outage, inject)",
 				    (int)klen, s);
 			return MRAIL_ERR_CONFIG;
 		}

@@ -272,6 +272,7 @@ const struct mrail_drv_ops mrail_shm_driver_ops = {
 	.connect = shm_connect,
 	.ep_set_ctx = dc_op_ep_set_ctx,
 	.send = shm_send,
+	.inject = shm_inject,
 	.ep_backlog = dc_op_ep_backlog,
 	.progress = shm_progress,
 	.wait_fd = shm_wait_fd,

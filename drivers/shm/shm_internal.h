@@ -305,6 +305,7 @@ void shm_bell_unwatch(struct mrail_drv *drv, struct shm_bell *b);
 int shm_send(struct mrail_drv_ep *ep, const void *head, size_t head_len,
 	     const struct iovec *body, int body_cnt, void *send_ctx);
 /* Move queued bytes into the ring; returns frames that left. */
+int shm_inject(struct mrail_drv_ep *ep, const struct iovec *head, int cnt);
 int shm_flush(struct mrail_drv_ep *ep);
 /* Write the peer's doorbell. */
 void shm_ring_bell(struct mrail_drv_ep *ep);

@@ -7,6 +7,7 @@
  */
 #include "drivers/shm/shm_internal.h"
 #include "mrail.h"
+#include "util/iov.h"
 #include "util/log.h"
 
 #include <errno.h>
@@ -75,6 +76,39 @@ static int send_whole(struct mrail_drv_ep *ep, const void *head,
 	if (shm_ring_publish(&ep->tx))
 		shm_ring_bell(ep);
 	dc_done_push(rec, 0);
+	return 1;
+}
+
+/*
+ * A frame gathered from pieces, straight into the ring or not at all
+ * (driver.h): the engine's small messages go from the caller's buffer
+ * into the ring with no staging copy and no send record.
+ */
+int shm_inject(struct mrail_drv_ep *ep, const struct iovec *head, int cnt)
+{
+	/* A failed connection too: send reports it as it always has. */
+	if (ep->dc.state != DC_EP_CONNECTED || ep->dc.sq_head)
+		return 0;
+	uint64_t len = mrail_iov_length(head, cnt);
+	if (cnt < 1 || len == 0 || len > SHM_MAX_HEAD) {
+		mrail_error("shm: injection of a %llu-byte frame in %d pieces "
+			    "(limit %zu bytes)", (unsigned long long)len, cnt,
+			    SHM_MAX_HEAD);
+		return MRAIL_ERR_INVALID;
+	}
+	uint64_t at = shm_pad64(ep->tx.pos), pad = at - ep->tx.pos;
+	uint64_t total = pad + limits_head.hdr_len + len;
+	if (shm_ring_space(&ep->tx, total) < total)
+		return 0;
+	if (pad)
+		shm_ring_write(&ep->tx, zeros, pad);
+	ep->tx.pos += 8; /* the word, stored last */
+	for (int i = 0; i < cnt; i++)
+		shm_ring_write(&ep->tx, head[i].iov_base, head[i].iov_len);
+	shm_ring_put_word(&ep->tx, at,
+			  shm_frame_word(at, (uint32_t)len, 0, 1));
+	if (shm_ring_publish(&ep->tx))
+		shm_ring_bell(ep);
 	return 1;
 }
 

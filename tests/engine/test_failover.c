@@ -15,6 +15,14 @@
  *                          peer's requests fail (MRAIL_ERR_PEER) within
  *                          MRAIL_RAIL_TIMEOUT plus a margin; no hang, the
  *                          process lives and the engine is destroyed.
+ *   test_failover unkept   A rail whose driver injects (fake inject=on)
+ *                          drops a connection: the frames it lost were
+ *                          kept nowhere and cannot be replayed. Rank 1
+ *                          receives every message intact and in order
+ *                          up to the loss, then its receives fail
+ *                          (MRAIL_ERR_PEER), as rank 0's requests do; or,
+ *                          when the drop hit no injected frame, every
+ *                          message arrives. No gap, no hang.
  *   test_failover stream   netlab: every rank streams both ways with every
  *                          other rank while a host loses a rail (see
  *                          stream()); 2 or more ranks.
@@ -230,6 +238,104 @@ static int alldown(mrail_engine_t *e, uint32_t me)
 	/* The peer is gone for us; new requests fail at once. */
 	mrail_request_t *r;
 	CHECK_EQ(mrail_isend(e, peer, sb[0], 1, 4, &r), MRAIL_ERR_PEER);
+	return 0;
+}
+
+static int unkept(mrail_engine_t *e, uint32_t me)
+{
+	enum { N = 400, TAG = 9 };
+	uint32_t peer = 1 - me;
+	double limit = mrail_now() + 60;
+	mrail_status_t st;
+	int failed = 0;
+
+	if (me == 0) {
+		struct mrail_req_args a = MRAIL_REQ_ARGS_INIT;
+		static uint64_t v[N];
+		static mrail_request_t *rq[N];
+		int pending = 0;
+		a.flags = MRAIL_REQ_IMMEDIATE;
+		for (int i = 0; i < N; i++) {
+			v[i] = (uint64_t)i;
+			int rc = mrail_isend_x(e, peer, &v[i], sizeof v[i], TAG,
+					       &a, &rq[i]);
+			if (rc != MRAIL_OK) {
+				CHECK_EQ(rc, MRAIL_ERR_PEER);
+				rq[i] = NULL;
+				failed++;
+				continue;
+			}
+			pending += rq[i] != NULL;
+			mrail_progress(e);
+		}
+		while (pending > 0 && mrail_now() < limit) {
+			for (int i = 0; i < N; i++) {
+				if (!rq[i] || mrail_test(e, rq[i], &st) != MRAIL_OK)
+					continue;
+				rq[i] = NULL;
+				pending--;
+				if (st.error != MRAIL_OK) {
+					CHECK_EQ(st.error, MRAIL_ERR_PEER);
+					failed++;
+				}
+			}
+			usleep(1000);
+		}
+		CHECK_EQ(pending, 0);
+		/* Either nothing injected was lost (every message arrives
+		 * and rank 1 says so), or the loss fails the peer once the
+		 * reconnected rail tells what it processed. */
+		if (!failed) {
+			uint8_t done = 0;
+			mrail_request_t *r;
+			int rc = mrail_irecv(e, peer, &done, 1, TAG + 1,
+					     MRAIL_TAG_MASK_ALL, &r);
+			if (rc == MRAIL_OK) {
+				while ((rc = mrail_test(e, r, &st)) ==
+					       MRAIL_ERR_AGAIN &&
+				       mrail_now() < limit)
+					usleep(100);
+				CHECK_RC(rc); /* no hang */
+				rc = st.error;
+			}
+			if (rc != MRAIL_OK) {
+				CHECK_EQ(rc, MRAIL_ERR_PEER);
+				failed++;
+			}
+		}
+		printf("rank 0: unkept ok: %s\n",
+		       failed ? "the peer failed after the loss"
+			      : "nothing lost, every message arrived");
+		return 0;
+	}
+	int got = 0;
+	for (; got < N; got++) {
+		uint64_t v = UINT64_MAX;
+		mrail_request_t *r;
+		int rc = mrail_irecv(e, peer, &v, sizeof v, TAG,
+				     MRAIL_TAG_MASK_ALL, &r);
+		if (rc == MRAIL_OK) {
+			while ((rc = mrail_test(e, r, &st)) == MRAIL_ERR_AGAIN &&
+			       mrail_now() < limit)
+				usleep(100);
+			CHECK_RC(rc); /* no hang: done within the limit */
+			rc = st.error;
+		}
+		if (rc != MRAIL_OK) {
+			CHECK_EQ(rc, MRAIL_ERR_PEER);
+			break;
+		}
+		CHECK_EQ(v, (uint64_t)got); /* in order, no gap */
+	}
+	if (got == N) {
+		mrail_request_t *r;
+		uint8_t done = 1;
+		CHECK_RC(mrail_isend(e, peer, &done, 1, TAG + 1, &r));
+		CHECK_RC(mrail_wait(e, r, &st));
+		CHECK_RC(st.error);
+	}
+	printf("rank 1: unkept ok: %d of %d messages in order%s\n", got, N,
+	       got < N ? ", then the peer failed" : "");
 	return 0;
 }
 
@@ -730,28 +836,29 @@ static int stream_alldown(mrail_engine_t *e, uint32_t me)
 int main(int argc, char **argv)
 {
 	static const char *const modes[] = {"survive", "alldown", "stream",
-					    "stream-alldown"};
+					    "stream-alldown", "unkept"};
 	int mode = -1;
 	setvbuf(stdout, NULL, _IONBF, 0);
-	for (int i = 0; argc == 2 && i < 4; i++)
+	for (int i = 0; argc == 2 && i < 5; i++)
 		if (!strcmp(argv[1], modes[i]))
 			mode = i;
 	if (mode < 0) {
 		fprintf(stderr, "usage: %s survive|alldown|stream|"
-			"stream-alldown\n", argv[0]);
+			"stream-alldown|unkept\n", argv[0]);
 		return 2;
 	}
 	mrail_engine_t *e = test_engine();
-	if (mode < 2)
+	if (mode < 2 || mode == 4)
 		CHECK_EQ(mrail_size(e), 2);
 	uint32_t me = mrail_rank(e);
 	int rc = mode == 0   ? survive(e, me)
 		 : mode == 1 ? alldown(e, me)
 		 : mode == 2 ? stream(e, me)
-			     : stream_alldown(e, me);
+		 : mode == 3 ? stream_alldown(e, me)
+			     : unkept(e, me);
 	double t = mrail_now();
 	CHECK_RC(mrail_engine_destroy(e));
-	if (mode >= 2)
+	if (mode == 2 || mode == 3)
 		printf("rank %u: engine destroyed in %.2f s\n", me,
 		       mrail_now() - t);
 	return rc;
