@@ -271,6 +271,11 @@ static void up_send_done(void *ctx, void *send_ctx, int status)
 	if (t->on_send_done && t->on_send_done(t, send_ctx, status))
 		return;
 	struct tx_rec *r = send_ctx;
+	while (t->inj_head < t->inj_tail &&
+	       t->injected[t->inj_head % 1024] == t->tx_done_seq) {
+		t->inj_head++;
+		t->tx_done_seq++;
+	}
 	CHECKF(r->seq == t->tx_done_seq,
 	       "%s: send_done for frame %llu, expected %llu", t->label,
 	       (unsigned long long)r->seq,
@@ -466,6 +471,36 @@ int h_post(struct tep *t, size_t head_len, uint64_t body_len, int pieces)
 	t->tx_next_seq++;
 	t->tx_outstanding++;
 	return 0;
+}
+
+int h_inject(struct tep *t, size_t head_len, int pieces)
+{
+	struct h_head hh = {.seq = t->tx_next_seq,
+			    .head_len = (uint32_t)head_len,
+			    .magic = H_HEAD_MAGIC};
+	struct iovec iov[8];
+	uint8_t *head = malloc(head_len);
+	size_t left = head_len;
+
+	CHECK(head && head_len >= sizeof hh && pieces >= 1 && pieces <= 8);
+	CHECK(t->inj_tail - t->inj_head < 1024);
+	memcpy(head, &hh, sizeof hh);
+	h_fill(head + sizeof hh, head_len - sizeof hh, hh.seq, sizeof hh);
+	for (int i = 0; i < pieces; i++) {
+		size_t take = h_split(left, pieces - i, i % 4 == 2);
+		iov[i].iov_base = head + (head_len - left);
+		iov[i].iov_len = take;
+		left -= take;
+	}
+	h_in_send++;
+	int rc = ops->inject(t->ep, iov, pieces);
+	h_in_send--;
+	free(head); /* the driver copied it, or took nothing */
+	if (rc == 1) {
+		t->injected[t->inj_tail++ % 1024] = t->tx_next_seq;
+		t->tx_next_seq++;
+	}
+	return rc;
 }
 
 /* ---- raw sockets ------------------------------------------------------- */

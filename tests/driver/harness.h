@@ -81,6 +81,10 @@ struct tep {
 	uint64_t send_ok, send_err;
 	int last_send_err;
 	uint64_t tx_outstanding;
+	/* Frames injected (h_inject): no send_done comes for them, so the
+	 * order check skips their numbers. Ascending, a ring. */
+	uint64_t injected[1024];
+	uint64_t inj_head, inj_tail;
 
 	/* Optional overrides (return true when handled). */
 	bool (*on_frame)(struct tep *, const uint8_t *head, size_t len);
@@ -133,6 +137,10 @@ struct tep *h_connect_pair(struct side *from, struct tep *t, const char *local,
 /* Post a self-checking frame: head_len >= sizeof(struct h_head) (or 0),
  * body split into `pieces` iovec entries (some empty). */
 int h_post(struct tep *t, size_t head_len, uint64_t body_len, int pieces);
+/* The same frame without a body through the driver's inject op, its
+ * head split into `pieces` (1..8) iovec entries: returns inject's answer
+ * (1 left, 0 declined: nothing sent, or an error). */
+int h_inject(struct tep *t, size_t head_len, int pieces);
 int h_send(struct tep *t, const void *head, size_t hlen,
 	   const struct iovec *body, int cnt, void *send_ctx);
 
