@@ -213,10 +213,10 @@ int rail_post_packet(struct mrail_engine *e, struct rail *r,
 /*
  * Small messages through a driver that injects (drivers/driver.h: shm):
  * from the caller's memory into the ring at once, with no staging copy,
- * no send record and nothing kept (one copy of every eager payload fewer:
- * 64 KiB ping-pong over shm 7.06 -> 6.08 us, docs/driver-shm.md). A driver that
- * cannot take it now (queue or ring full, still connecting), or none
- * that injects: one copy into a packet, posted as any.
+ * no send record and nothing kept: one copy fewer of every eager payload
+ * (64 KiB ping-pong over shm 7.03 -> 6.01 us, docs/driver-shm.md). A
+ * driver that cannot take it now (queue or ring full, still connecting),
+ * or none that injects: one copy into a packet, posted as any.
  */
 int rail_post_pieces(struct mrail_engine *e, struct rail *r, struct iovec *v,
 		     int cnt)

@@ -507,16 +507,6 @@ int send_post(struct mrail_engine *e, struct gate *g, struct mrail_request *r)
 }
 
 /*
- * An eager send with MRAIL_REQ_IMMEDIATE that nothing stands before: the
- * gate is up with one idle rail, nothing is queued, and the strategy would
- * send a lone message there (lone_rail). Its caller wants no handle when
- * it completes inside the post, so no request is made: the payload goes
- * from the caller's buffer into a packet, as btl vader's sendi does. The
- * request's allocation, queueing and release were 40 % of an 8 B send's
- * instructions over shm (docs/driver-shm.md). Returns 1 when it took the
- * send (*rc its result), 0 for the general path.
- */
-/*
  * send_direct through a driver that injects: the packet as pieces (its
  * records, the caller's payload, the padding) for rail_post_pieces, which
  * writes them into the ring without staging them in a packet.
@@ -562,6 +552,17 @@ static int send_pieces(struct mrail_engine *e, struct gate *g,
 	return MRAIL_OK;
 }
 
+/*
+ * An eager send with MRAIL_REQ_IMMEDIATE that nothing stands before: the
+ * gate is up with one idle rail, nothing is queued, and the strategy would
+ * send a lone message there (lone_rail). Its caller wants no handle when
+ * it completes inside the post, so no request is made: the payload goes
+ * from the caller's buffer into a packet, as btl vader's sendi does (or,
+ * through a driver that injects, straight into its ring). The
+ * request's allocation, queueing and release were 40 % of an 8 B send's
+ * instructions over shm (docs/driver-shm.md). Returns 1 when it took the
+ * send (*rc its result), 0 for the general path.
+ */
 int send_direct(struct mrail_engine *e, mrail_peer_t dest,
 		const struct iovec *iov, int iovcnt, const void *buf,
 		size_t len, uint64_t tag, const struct mrail_req_args *args,
