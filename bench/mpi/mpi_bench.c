@@ -2,8 +2,10 @@
  * mpi-bench: ping-pong latency and bandwidth, streaming bandwidth with a
  * window, allreduce and alltoall time; by message size. Plain MPI, so the same binary
  * compares transports (bench/mpi/run.sh, docs/mpi-ompi.md).
- * usage: mpi-bench pingpong|latency|stream|bw|bibw|allreduce|alltoall [MAX_BYTES] [LABEL]
- *        [WINDOW]
+ * usage: mpi-bench pingpong|latency|stream|bw|bibw|allreduce|alltoall|barrier
+ *        [MAX_BYTES] [LABEL] [WINDOW]
+ * barrier: one row (bytes 0), timed as the collectives are: the 8 B
+ * collectives' share that is synchronisation alone (docs/driver-shm.md).
  * (alltoall: MAX_BYTES to each rank; WINDOW: sends in flight in stream,
  * default 16; OSU's osu_bw uses 64)
  * bw, bibw: osu_bw / osu_bibw style, every power of two from 16 KiB: a
@@ -126,6 +128,18 @@ int main(int argc, char **argv)
 	const char *test = argc > 1 ? argv[1] : "pingpong";
 	size_t max = argc > 2 ? strtoull(argv[2], NULL, 0) : (16u << 20);
 	const char *label = argc > 3 ? argv[3] : "run";
+	static const char *const tests[] = { "pingpong", "latency", "stream",
+		"bw", "bibw", "allreduce", "alltoall", "barrier" };
+	size_t ti = 0;
+	while (ti < sizeof tests / sizeof *tests && strcmp(test, tests[ti]))
+		ti++;
+	if (ti == sizeof tests / sizeof *tests) {
+		if (rank == 0)
+			fprintf(stderr, "mpi-bench: unknown test '%s' (pingpong, "
+				"latency, stream, bw, bibw, allreduce, alltoall, "
+				"barrier)\n", test);
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
 	int window = argc > 4 ? atoi(argv[4]) : WINDOW_DEFAULT;
 	if (window < 1 || window > WINDOW_MAX) {
 		if (rank == 0)
@@ -152,6 +166,9 @@ int main(int argc, char **argv)
 		latency_run(rank, peer, a, b, max, label);
 		max = 0; /* skips the loop below */
 	}
+	int barrier = !strcmp(test, "barrier");
+	if (barrier)
+		max = 8; /* one pass of the loop below */
 	/* 8, 64, 512, 4 KiB, 32 KiB, then every power of two from 64 KiB
 	 * (the range the issue's targets are about). */
 	for (size_t n = osu ? OSU_MIN : 8; n <= max; n *= n < 32768 && !osu ? 8 : 2) {
@@ -198,6 +215,8 @@ int main(int argc, char **argv)
 			} else if (!strcmp(test, "alltoall")) {
 				MPI_Alltoall(a, (int)n, MPI_BYTE, b, (int)n, MPI_BYTE,
 					     MPI_COMM_WORLD);
+			} else if (barrier) {
+				MPI_Barrier(MPI_COMM_WORLD);
 			}
 			if (k >= 0 && t)
 				t[k] = MPI_Wtime() - t0;
@@ -216,8 +235,8 @@ int main(int argc, char **argv)
 			mbps = (double)n * osu_window(n) * (bidir ? 2 : 1) / us;
 		}
 		if (rank == 0)
-			printf("%s,%s,%d,%zu,%.2f,%.1f\n", label, test, np, n, us,
-			       mbps);
+			printf("%s,%s,%d,%zu,%.2f,%.1f\n", label, test, np,
+			       barrier ? 0 : n, us, mbps);
 		fflush(stdout);
 	}
 	free(a);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # mpi-bench's bw, bibw and latency tests on one host (2 processes, small
-# sizes), then anchors_table.py on what they printed: every size has a
-# positive figure, the table has a row per size and the latency row.
+# sizes), barrier on 4 and an unknown test refused, then anchors_table.py
+# on what they printed: every size has a positive figure, the table has a
+# row per size and the latency row.
 # usage: mpi_bench_smoke.sh STACK MPIRUN MCA_DIR SYS_MCA_DIR MPI_BENCH TABLE_PY
 #   STACK mrail (pml cm + mtl mrail) | ob1 (pml ob1 + btl self,tcp)
 # Exits 77 without Open MPI's mpirun.
@@ -29,6 +30,19 @@ done
 MPI_BENCH_ITERS=200 timeout -k 5 120 "$MPIRUN" --oversubscribe --bind-to none -n 2 \
 	"${MCA[@]}" -x MPI_BENCH_ITERS "$BENCH" latency 8 mrail 2>>"$T/err" |
 	grep -v '^label' >>"$T/csv" || fail "$STACK: mpi-bench latency failed"
+# barrier on 4 processes: one row, 0 bytes. Kept out of the table's CSV.
+timeout -k 5 120 "$MPIRUN" --oversubscribe --bind-to none -n 4 "${MCA[@]}" \
+	"$BENCH" barrier 0 mrail 2>>"$T/err" | grep -v '^label' >"$T/barrier" ||
+	fail "$STACK: mpi-bench barrier failed"
+awk -F, '$2 == "barrier" && $3 == 4 && $4 == 0 && $5 > 0 {n++} END {exit n != 1}' \
+	"$T/barrier" || fail "$STACK: not one barrier row: $(cat "$T/barrier")"
+# A test name it does not know is an error that names it, not empty rows.
+if timeout -k 5 60 "$MPIRUN" --oversubscribe --bind-to none -n 2 "${MCA[@]}" \
+	"$BENCH" no-such-test 8 mrail >"$T/bogus" 2>&1; then
+	fail "$STACK: mpi-bench ran an unknown test"
+fi
+grep -q "unknown test 'no-such-test'" "$T/bogus" ||
+	fail "$STACK: unknown test not named: $(head -3 "$T/bogus")"
 cat "$T/csv"
 for t in bw bibw; do
 	for n in 16384 32768 65536; do
