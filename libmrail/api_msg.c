@@ -6,13 +6,15 @@
  */
 #include "libmrail/engine.h"
 
+/* The buffer arguments are checked by the callers of isend_common and
+ * irecv_common (request_args_check for the _x calls), once. */
 static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
 			const struct iovec *iov, int iovcnt, const void *buf,
 			size_t len, uint64_t tag,
 			const struct mrail_req_args *args,
 			struct mrail_request **out)
 {
-	if (!e || !out || !buffer_args_valid(iov, iovcnt, buf, len))
+	if (!e || !out)
 		return MRAIL_ERR_INVALID;
 	*out = NULL;
 	engine_lock(e);
@@ -41,6 +43,8 @@ static int isend_common(struct mrail_engine *e, mrail_peer_t dest,
 MRAIL_API int mrail_isend(mrail_engine_t *e, mrail_peer_t dest, const void *buf,
 			  size_t len, uint64_t tag, mrail_request_t **req)
 {
+	if (!buffer_args_valid(NULL, 0, buf, len))
+		return MRAIL_ERR_INVALID;
 	return isend_common(e, dest, NULL, 0, buf, len, tag, NULL, req);
 }
 
@@ -50,6 +54,8 @@ MRAIL_API int mrail_isendv(mrail_engine_t *e, mrail_peer_t dest,
 {
 	if (!iov && iovcnt == 0)
 		return isend_common(e, dest, NULL, 0, NULL, 0, tag, NULL, req);
+	if (!buffer_args_valid(iov, iovcnt, NULL, 0))
+		return MRAIL_ERR_INVALID;
 	return isend_common(e, dest, iov, iovcnt, NULL, 0, tag, NULL, req);
 }
 
@@ -80,7 +86,7 @@ static int irecv_common(struct mrail_engine *e, mrail_peer_t src,
 			const struct mrail_req_args *args,
 			struct mrail_request **out)
 {
-	if (!e || !out || !buffer_args_valid(iov, iovcnt, buf, len))
+	if (!e || !out)
 		return MRAIL_ERR_INVALID;
 	*out = NULL;
 	engine_lock(e);
@@ -95,6 +101,8 @@ MRAIL_API int mrail_irecv(mrail_engine_t *e, mrail_peer_t src, void *buf,
 			  size_t len, uint64_t tag, uint64_t mask,
 			  mrail_request_t **req)
 {
+	if (!buffer_args_valid(NULL, 0, buf, len))
+		return MRAIL_ERR_INVALID;
 	return irecv_common(e, src, NULL, 0, buf, len, tag, mask, NULL, req);
 }
 
@@ -105,6 +113,8 @@ MRAIL_API int mrail_irecvv(mrail_engine_t *e, mrail_peer_t src,
 	if (!iov && iovcnt == 0)
 		return irecv_common(e, src, NULL, 0, NULL, 0, tag, mask, NULL,
 				    req);
+	if (!buffer_args_valid(iov, iovcnt, NULL, 0))
+		return MRAIL_ERR_INVALID;
 	return irecv_common(e, src, iov, iovcnt, NULL, 0, tag, mask, NULL, req);
 }
 

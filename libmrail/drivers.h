@@ -40,6 +40,8 @@ void drivers_close(struct mrail_engine *e);
 /* pass: the engine's progress pass count (drivers no plan uses are
  * polled only on some passes). */
 int drivers_progress(struct mrail_engine *e, uint64_t pass);
+/* A peer's plan has a rail on di (pairing.c): polled on every pass. */
+void drivers_mark_planned(struct mrail_engine *e, struct drv_instance *di);
 /* Fills fds (up to max) with the instances' wait fds; returns how many. */
 unsigned drivers_wait_fds(struct mrail_engine *e, int *fds, unsigned max);
 /* Before sleeping on the wait fds: arm the drivers (ops->trywait); true

@@ -111,6 +111,9 @@ struct mrail_engine {
 	struct mrail_netif_addr *dups;
 	unsigned ndrv;                 /* driver instances */
 	struct drv_instance drivers[MRAIL_MAX_DRIVERS];
+	/* The instances a plan uses, polled on every pass (drivers.c). */
+	unsigned nplanned;
+	struct drv_instance *planned[MRAIL_MAX_DRIVERS];
 	size_t max_head;               /* smallest over the instances */
 	enum rdv_protocol rdv_protocol; /* MRAIL_RDV */
 
@@ -137,6 +140,9 @@ struct mrail_engine {
 	/* pull.c: finished pulls (request link), and messages a receive
 	 * took while their pull was under way (unexpected link). */
 	struct mrail_list pulls_done, pulls_taken;
+	/* Freed small unexpected records, kept for the next (recv.c). */
+	struct mrail_list unexp_cache;
+	unsigned unexp_cached;
 	void *pull_bufs;               /* recycled pull buffers (pull.c) */
 	unsigned pulls;                /* pulls under way */
 	unsigned pull_bufs_kept;

@@ -293,7 +293,8 @@ void gate_free(struct mrail_engine *e, struct gate *g)
 	}
 	mrail_list_foreach_safe(pos, tmp, &g->ooo) {
 		mrail_list_remove(pos);
-		unexpected_free(mrail_list_entry(pos, struct unexpected, link));
+		unexpected_free(e, mrail_list_entry(pos, struct unexpected,
+						    link));
 	}
 	failover_drop_owed(e, g);
 	/* Requests outlive the gate until requests_fini(), which unlinks

@@ -298,7 +298,7 @@ int gate_plan_rails(struct mrail_engine *e, struct gate *g,
 	g->nrails = n;
 	plan = g->plan;
 	for (unsigned i = 0; i < n; i++)
-		e->local[plan[i].local_ep].di->planned = 1; /* drivers.c */
+		drivers_mark_planned(e, e->local[plan[i].local_ep].di);
 	for (unsigned i = 0; i < n; i++)
 		mrail_info("%s: rail %u: %s %s <-> %s (%s)", g->name, i,
 			   e->local[plan[i].local_ep].ops->name,

@@ -195,7 +195,7 @@ static void pull_finish(struct mrail_engine *e, struct mrail_request *p)
 	}
 	r->status.length = 0;
 	request_complete(e, r, error);
-	unexpected_free(u);
+	unexpected_free(e, u);
 }
 
 void pulls_finish(struct mrail_engine *e)

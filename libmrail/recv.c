@@ -53,6 +53,58 @@ static void recv_set_data(struct mrail_request *r, int has_data,
 }
 
 /* Receive r (off every list) takes message u (off every list); frees u. */
+/*
+ * Unexpected records of messages up to UNEXP_SMALL bytes are kept when
+ * freed, up to UNEXP_CACHE_MAX of them, and reused: a message that arrives
+ * before its receive is the common case of small collectives (58 % of an
+ * 8 B allreduce's messages on 4 ranks of one host), and malloc and free
+ * were 180 instructions of each (docs/driver-shm.md). Smaller messages
+ * get the UNEXP_SMALL bytes too (56 more for an 8 B one).
+ */
+#define UNEXP_SMALL 64
+#define UNEXP_CACHE_MAX 64
+
+static struct unexpected *unexpected_alloc(struct mrail_engine *e,
+					   uint64_t payload)
+{
+	struct unexpected *u;
+	if (payload > UNEXP_SMALL) {
+		u = malloc(sizeof *u + payload);
+		if (u)
+			u->small = 0;
+		return u;
+	}
+	if (!mrail_list_empty(&e->unexp_cache)) {
+		u = mrail_list_first(&e->unexp_cache, struct unexpected, link);
+		mrail_list_remove(&u->link);
+		e->unexp_cached--;
+	} else if (!(u = malloc(sizeof *u + UNEXP_SMALL))) {
+		return NULL;
+	}
+	u->small = 1;
+	return u;
+}
+
+static void unexpected_put(struct mrail_engine *e, struct unexpected *u)
+{
+	if (u->small && e->unexp_cached < UNEXP_CACHE_MAX) {
+		mrail_list_append(&e->unexp_cache, &u->link);
+		e->unexp_cached++;
+		return;
+	}
+	free(u);
+}
+
+void unexpected_cache_fini(struct mrail_engine *e)
+{
+	struct mrail_list *pos, *tmp;
+	mrail_list_foreach_safe(pos, tmp, &e->unexp_cache) {
+		mrail_list_remove(pos);
+		free(mrail_list_entry(pos, struct unexpected, link));
+	}
+	e->unexp_cached = 0;
+}
+
 void recv_take(struct mrail_engine *e, struct mrail_request *r,
 	       struct unexpected *u)
 {
@@ -81,7 +133,7 @@ void recv_take(struct mrail_engine *e, struct mrail_request *r,
 		break;
 	}
 	pull_buf_put(e, u->pulled);
-	free(u);
+	unexpected_put(e, u);
 }
 
 /* Hand an in-order message to its receive, or keep it as unexpected. */
@@ -98,12 +150,12 @@ void recv_arrived(struct mrail_engine *e, struct gate *g, struct unexpected *u)
 	recv_take(e, r, u);
 }
 
-void unexpected_free(struct unexpected *u)
+void unexpected_free(struct mrail_engine *e, struct unexpected *u)
 {
 	mrail_list_remove(&u->plink);
 	free(u->rma);
 	pull_buf_free(u->pulled);
-	free(u);
+	unexpected_put(e, u);
 }
 
 static int is_eager_rec(const struct mrail_wire_rec *rec)
@@ -134,7 +186,7 @@ static struct unexpected *unexpected_new(struct mrail_engine *e,
 {
 	struct unexpected *u;
 	if (is_eager_rec(rec)) {
-		u = malloc(sizeof *u + rec->payload_len);
+		u = unexpected_alloc(e, rec->payload_len);
 		if (!u)
 			return NULL;
 		credit_hold(e, g, rec->payload_len);
@@ -146,7 +198,7 @@ static struct unexpected *unexpected_new(struct mrail_engine *e,
 				     ? rec->u.eager_sync.send_id : 0;
 		memcpy(u->data, rec->payload, rec->payload_len);
 	} else {
-		u = malloc(sizeof *u);
+		u = unexpected_alloc(e, 0);
 		if (!u)
 			return NULL;
 		u->kind = UNEXP_RTS;
@@ -237,7 +289,7 @@ static int arrival(struct mrail_engine *e, struct gate *g,
 		if (o->seq == seq) {
 			if (u->kind == UNEXP_EAGER)
 				credit_release(e, g, u->len);
-			unexpected_free(u);
+			unexpected_free(e, u);
 			*why = "duplicate message sequence number";
 			return MRAIL_ERR_PROTO;
 		}
@@ -571,7 +623,7 @@ void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error)
 		mrail_list_remove(pos);
 		if (u->kind == UNEXP_EAGER)
 			credit_release(e, g, u->len);
-		unexpected_free(u);
+		unexpected_free(e, u);
 	}
 	credit_gate_fail(e, g);
 }

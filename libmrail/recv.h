@@ -41,6 +41,8 @@ struct unexpected {
 	struct mrail_request *pull;   /* pulling it now */
 	struct mrail_request *waiter; /* the receive that took it meanwhile */
 	uint8_t *pulled;          /* its payload once pulled (UNEXP_EAGER) */
+	int small;                /* data[] holds UNEXP_SMALL bytes: kept for
+	                             reuse when freed (recv.c) */
 	uint8_t data[];           /* UNEXP_EAGER payload (not pulled) */
 };
 
@@ -84,7 +86,9 @@ void recv_deliver_eager(struct mrail_engine *e, struct mrail_request *r,
 int match(const struct mrail_request *r, const struct gate *g, uint64_t tag);
 void recv_fail_gate(struct mrail_engine *e, struct gate *g, int error);
 /* Frees an unexpected message never delivered (and its remote keys). */
-void unexpected_free(struct unexpected *u);
+void unexpected_free(struct mrail_engine *e, struct unexpected *u);
+/* The records kept for reuse go (engine destroy). */
+void unexpected_cache_fini(struct mrail_engine *e);
 
 /* sync.c: synchronous sends (SYNC_ACK) */
 void sync_ack_send(struct mrail_engine *e, struct gate *g, uint64_t send_id);

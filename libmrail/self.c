@@ -16,6 +16,7 @@ int self_send(struct mrail_engine *e, struct gate *g, struct mrail_request *r)
 	if (!u)
 		return MRAIL_ERR_NOMEM;
 	mrail_list_init(&u->link);
+	u->small = 0;
 	u->gate = g;
 	u->seq = g->next_send_seq++;
 	u->tag = r->tag;

@@ -2,17 +2,6 @@
 
 #include <string.h>
 
-size_t mrail_iov_length(const struct iovec *iov, int cnt)
-{
-	size_t total = 0;
-	for (int i = 0; i < cnt; i++) {
-		if (iov[i].iov_len > SIZE_MAX - total)
-			return SIZE_MAX;
-		total += iov[i].iov_len;
-	}
-	return total;
-}
-
 int mrail_iov_slice(const struct iovec *iov, int cnt, size_t off, size_t len,
 		    struct iovec *out, int max)
 {
