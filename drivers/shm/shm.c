@@ -191,7 +191,8 @@ static int poll_rings(struct mrail_drv *drv)
 			connecting |= ep->dc.state == DC_EP_CONNECTING;
 			continue;
 		}
-		n += shm_rx(ep);
+		if (!shm_rx_idle(ep))
+			n += shm_rx(ep);
 		if (ep->dc.state == DC_EP_CONNECTED && ep->dc.sq_head)
 			n += shm_flush(ep);
 	}

@@ -168,8 +168,15 @@ bool shm_ring_arm(struct shm_ring *r);
 /* Producer: store a frame's first word at ring position at, after the
  * rest of what it publishes with it (release). */
 void shm_ring_put_word(struct shm_ring *r, uint64_t at, uint64_t word);
-/* Consumer: the word at ring position at (acquire), 8-aligned. */
-uint64_t shm_ring_get_word(const struct shm_ring *r, uint64_t at);
+/* Consumer: the word at ring position at (acquire), 8-aligned. Inline:
+ * every polling pass reads one per connection. */
+static inline uint64_t shm_ring_get_word(const struct shm_ring *r,
+					 uint64_t at)
+{
+	return atomic_load_explicit(
+		(_Atomic uint64_t *)(r->data + (at & r->mask)),
+		memory_order_acquire);
+}
 /* Consumer: reload the producer's tail (when polling words only); false
  * if it is outside the ring (corrupt). */
 bool shm_ring_refresh(struct shm_ring *r);
@@ -313,6 +320,23 @@ void shm_ring_bell(struct mrail_drv_ep *ep);
 /* ---- shm_recv.c -------------------------------------------------------- */
 /* Deliver what the ring holds; returns frames delivered. */
 int shm_rx(struct mrail_drv_ep *ep);
+/*
+ * Nothing to read and no space to give back, seen from the next frame's
+ * word alone: exactly when shm_rx would find no frame (next_frame: no
+ * stamp, nothing published past it) and release nothing. Inline, for the
+ * polling loop: with several peers most rings are empty on most passes,
+ * and a full shm_rx on each was about 70 instructions per ring and pass
+ * (4 ranks of one host, docs/driver-shm.md).
+ */
+static inline bool shm_rx_idle(const struct mrail_drv_ep *ep)
+{
+	if (ep->rx_state != SHM_RX_HDR ||
+	    ep->rx.freed != shm_ring_head_due(&ep->rx))
+		return false;
+	uint64_t at = shm_pad64(ep->rx.pos);
+	uint64_t w = shm_ring_get_word(&ep->rx, at);
+	return (w >> 40) != shm_frame_stamp(at) && ep->rx.peer < at + 8;
+}
 /* Now and then: reload the tail, for what polling the frame words cannot
  * see (bytes published that are no frame, a tail outside the ring). */
 void shm_rx_audit(struct mrail_drv_ep *ep);

@@ -168,13 +168,6 @@ void shm_ring_put_word(struct shm_ring *r, uint64_t at, uint64_t word)
 			      word, memory_order_release);
 }
 
-uint64_t shm_ring_get_word(const struct shm_ring *r, uint64_t at)
-{
-	return atomic_load_explicit(
-		(_Atomic uint64_t *)(r->data + (at & r->mask)),
-		memory_order_acquire);
-}
-
 bool shm_ring_refresh(struct shm_ring *r)
 {
 	return load_tail(r);
