@@ -59,13 +59,6 @@ static int mtl_mrail_progress(void)
 	return n > 0 ? n : 0;
 }
 
-void *mtl_mrail_storage(struct mtl_mrail_request *r)
-{
-	uintptr_t p = (uintptr_t)r->space;
-	uintptr_t a = _Alignof(max_align_t);
-	return (void *)((p + a - 1) & ~(a - 1));
-}
-
 int mtl_mrail_error(int err)
 {
 	switch (err) {
@@ -82,24 +75,6 @@ int mtl_mrail_error(int err)
 		return OMPI_ERR_BAD_PARAM;
 	default:
 		return OMPI_ERROR;
-	}
-}
-
-/* A request's status carries an MPI error class, never an internal OMPI
- * code (MPI_Wait hands status.MPI_ERROR to the user as is). A failed peer
- * fails only its own requests, as MPI_ERR_INTERN: the communicator's
- * error handler decides (MPI_ERRORS_RETURN lets the others go on). */
-int mtl_mrail_status_error(int err)
-{
-	switch (err) {
-	case MRAIL_OK:
-		return MPI_SUCCESS;
-	case MRAIL_ERR_TRUNCATE:
-		return MPI_ERR_TRUNCATE;
-	case MRAIL_ERR_NOMEM:
-		return MPI_ERR_NO_MEM;
-	default:
-		return MPI_ERR_INTERN;
 	}
 }
 
@@ -433,20 +408,12 @@ int mtl_mrail_del_procs(struct mca_mtl_base_module_t *mtl, size_t nprocs,
 	return OMPI_SUCCESS;
 }
 
-int mtl_mrail_peer(struct ompi_communicator_t *comm, int rank,
-		   mrail_peer_t *peer)
+int mtl_mrail_peer_add(struct ompi_proc_t *proc, mrail_peer_t *peer)
 {
-	struct ompi_proc_t *proc = ompi_comm_peer_lookup(comm, rank);
-	if (!proc)
-		return OMPI_ERR_BAD_PARAM;
+	int rc = add_one(proc);
+	if (rc != OMPI_SUCCESS)
+		return rc;
 	uintptr_t v = (uintptr_t)proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_MTL];
-	if (!v) {
-		/* Added after init (dynamic processes): add it now. */
-		int rc = add_one(proc);
-		if (rc != OMPI_SUCCESS)
-			return rc;
-		v = (uintptr_t)proc->proc_endpoints[OMPI_PROC_ENDPOINT_TAG_MTL];
-	}
 	*peer = (mrail_peer_t)(v - 1);
 	return OMPI_SUCCESS;
 }

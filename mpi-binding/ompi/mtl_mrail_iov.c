@@ -20,10 +20,10 @@ bool mtl_mrail_convertor_iov(struct opal_convertor_t *cv, struct iovec *iov,
 	/* Contiguous layouts go straight already (and cm hands them over
 	 * with a convertor that raw() must not walk). */
 	if (ompi_mtl_mrail.iov_min_block <= 0 ||
+	    !opal_convertor_need_buffers(cv) ||
 	    !(cv->flags & CONVERTOR_HOMOGENEOUS) || !cv->pDesc ||
 	    (cv->flags & CONVERTOR_COMPLETED) ||
-	    opal_datatype_is_contiguous_memory_layout(cv->pDesc, cv->count) ||
-	    !opal_convertor_need_buffers(cv))
+	    opal_datatype_is_contiguous_memory_layout(cv->pDesc, cv->count))
 		return false;
 	opal_convertor_get_packed_size(cv, &total);
 	if (total < (size_t)ompi_mtl_mrail.iov_min_block)
