@@ -416,7 +416,9 @@ MRAIL_API int mrail_imrecvv(mrail_engine_t *engine, const struct iovec *iov,
  * Completion callback. Called once per request (not at all for a send
  * that MRAIL_REQ_IMMEDIATE completed inside its post), from mrail_progress(),
  * mrail_test() or mrail_wait*() (whichever thread calls them; never from
- * isend/irecv/imrecv/cancel/probe, nor from the progress thread), with the
+ * isend/irecv/imrecv/cancel/probe, except for a receive posted with
+ * MRAIL_REQ_IMMEDIATE that completed inside its post, nor from the
+ * progress thread), with the
  * engine lock NOT held: it may post, probe, cancel and progress on the same
  * engine (callbacks then due run later or in a nested call, each once).
  * `status` is valid during the call only. Unless MRAIL_REQ_KEEP was given
@@ -461,8 +463,13 @@ enum mrail_req_flags {
 	 * once). Otherwise *req is a request as without the flag. A blocking
 	 * send (MPI_Send) then needs no progress call at all for a small
 	 * message, as UCX's immediate completion (ucp_tag_send_nbx
-	 * returning NULL) and libfabric's fi_inject allow. Invalid for
-	 * receives. */
+	 * returning NULL) and libfabric's fi_inject allow.
+	 * Receive with a callback: when the receive completes within the
+	 * call (irecv matching a message already here, imrecv), its
+	 * callback runs before the call returns, with the engine lock
+	 * released, and *req is NULL unless MRAIL_REQ_KEEP (then the
+	 * request is collectable as after any callback). *req is written
+	 * before the callback runs. Without a callback it has no effect. */
 	MRAIL_REQ_IMMEDIATE = 1u << 4,
 };
 

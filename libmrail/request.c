@@ -96,8 +96,7 @@ int request_args_check(const struct mrail_req_args *a, int is_send,
 	if (a->version < 1 || a->version > MRAIL_REQ_ARGS_VERSION ||
 	    (a->flags & ~known) ||
 	    (!is_send && (a->flags & (MRAIL_REQ_SYNC | MRAIL_REQ_DATA |
-				      MRAIL_REQ_WAITING |
-				      MRAIL_REQ_IMMEDIATE))) ||
+				      MRAIL_REQ_WAITING))) ||
 	    ((uintptr_t)a->storage % _Alignof(max_align_t)))
 		return MRAIL_ERR_INVALID;
 	if (a->iov || a->iovcnt) {
@@ -401,6 +400,35 @@ int request_set_callback(struct mrail_engine *e, struct mrail_request *r,
  * before the call: once the callback returns, the engine never touches
  * caller storage again (the caller may already be reusing it).
  */
+/* r's callback, r taken off its list already; lock held on entry and on
+ * return (released around the call). */
+static void run_one_callback(struct mrail_engine *e, struct mrail_request *r)
+{
+	mrail_status_t st = r->status;
+	mrail_request_cb_t cb = r->cb;
+	void *ctx = r->cb_ctx;
+	int keep = r->flags & REQF_KEEP;
+	struct request_memory mem = {NULL, NULL, NULL};
+	if (!keep) {
+		mrail_list_remove(&r->all_link);
+		/* Its registrations go back to the cache now, under the lock
+		 * (request_free does it for the others). */
+		rma_request_release(e, r);
+		/* Taken before the call: caller storage may hold the caller's
+		 * next request by the time it returns (a thread of an
+		 * MPI_THREAD_MULTIPLE job posting into the request Open MPI
+		 * just freed). */
+		mem = request_memory_take(r);
+	}
+	engine_unlock(e);
+	cb(r, &st, ctx);
+	if (!keep)
+		request_memory_put(mem);
+	engine_lock(e);
+	if (keep)
+		r->cb_pending = 0;
+}
+
 int request_run_callbacks(struct mrail_engine *e)
 {
 	struct mrail_list due;
@@ -424,31 +452,23 @@ int request_run_callbacks(struct mrail_engine *e)
 		struct mrail_request *r =
 			mrail_list_first(&due, struct mrail_request, link);
 		mrail_list_remove(&r->link);
-		mrail_status_t st = r->status;
-		mrail_request_cb_t cb = r->cb;
-		void *ctx = r->cb_ctx;
-		int keep = r->flags & REQF_KEEP;
-		struct request_memory mem = {NULL, NULL, NULL};
-		if (!keep) {
-			mrail_list_remove(&r->all_link);
-			/* Its registrations go back to the cache now, under
-			 * the lock (request_free does it for the others). */
-			rma_request_release(e, r);
-			/* Taken before the call: caller storage may hold the
-			 * caller's next request by the time it returns (a
-			 * thread of an MPI_THREAD_MULTIPLE job posting into
-			 * the request Open MPI just freed). */
-			mem = request_memory_take(r);
-		}
-		engine_unlock(e);
-		cb(r, &st, ctx);
+		run_one_callback(e, r);
 		ran++;
-		if (!keep)
-			request_memory_put(mem);
-		engine_lock(e);
-		if (keep)
-			r->cb_pending = 0;
 	}
 	engine_unlock(e);
 	return ran;
+}
+
+int request_due_now(struct mrail_request *r)
+{
+	return r->phase == REQ_DONE && r->cb_pending;
+}
+
+void request_run_callback_now(struct mrail_engine *e, struct mrail_request *r)
+{
+	/* Off e->cbq before the lock is first released: another thread's
+	 * progress would otherwise take it and run it too. */
+	mrail_list_remove(&r->link);
+	run_one_callback(e, r);
+	engine_unlock(e);
 }
