@@ -52,7 +52,6 @@ static void recv_set_data(struct mrail_request *r, int has_data,
 	}
 }
 
-/* Receive r (off every list) takes message u (off every list); frees u. */
 /*
  * Unexpected records of messages up to UNEXP_SMALL bytes are kept when
  * freed, up to UNEXP_CACHE_MAX of them, and reused: a message that arrives
@@ -105,6 +104,8 @@ void unexpected_cache_fini(struct mrail_engine *e)
 	e->unexp_cached = 0;
 }
 
+/* Receive r (off every list) takes message u (off every list); u is then
+ * freed or kept for reuse (unexpected_put). */
 void recv_take(struct mrail_engine *e, struct mrail_request *r,
 	       struct unexpected *u)
 {

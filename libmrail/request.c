@@ -391,15 +391,6 @@ int request_set_callback(struct mrail_engine *e, struct mrail_request *r,
 	return MRAIL_OK;
 }
 
-/*
- * Callbacks run with the lock released, so they may call into the engine.
- * This is the one place outside api*.c (and the progress thread loop) that
- * takes the engine lock: it must drop it around each callback, so it
- * cannot be a plain locked internal function called by the API.
- * A request the engine releases after its callback leaves e->requests
- * before the call: once the callback returns, the engine never touches
- * caller storage again (the caller may already be reusing it).
- */
 /* r's callback, r taken off its list already; lock held on entry and on
  * return (released around the call). */
 static void run_one_callback(struct mrail_engine *e, struct mrail_request *r)
@@ -429,6 +420,15 @@ static void run_one_callback(struct mrail_engine *e, struct mrail_request *r)
 		r->cb_pending = 0;
 }
 
+/*
+ * Callbacks run with the lock released, so they may call into the engine.
+ * This is the one place outside api*.c (and the progress thread loop) that
+ * takes the engine lock: it must drop it around each callback, so it
+ * cannot be a plain locked internal function called by the API.
+ * A request the engine releases after its callback leaves e->requests
+ * before the call: once the callback returns, the engine never touches
+ * caller storage again (the caller may already be reusing it).
+ */
 int request_run_callbacks(struct mrail_engine *e)
 {
 	struct mrail_list due;

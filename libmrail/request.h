@@ -135,14 +135,14 @@ void requests_fini(struct mrail_engine *e);
 int request_collectable(const struct mrail_request *r);
 /* isend of a send with MRAIL_REQ_IMMEDIATE: 1 (and released, callback
  * dropped) if it completed inside the post, else 0. */
+int request_release_immediate(struct mrail_engine *e,
+			      struct mrail_request *r);
 /* A receive posted with MRAIL_REQ_IMMEDIATE: complete inside its post,
  * its callback due (lock held). */
 int request_due_now(struct mrail_request *r);
 /* Runs that callback now, alone: called with the lock held, returns with
  * it released (released around the callback too). */
 void request_run_callback_now(struct mrail_engine *e, struct mrail_request *r);
-int request_release_immediate(struct mrail_engine *e,
-			      struct mrail_request *r);
 /* The user takes the status back; complete implies no driver reference
  * (outstanding == 0), so the request goes at once. */
 void request_finish(struct mrail_engine *e, struct mrail_request *r,
