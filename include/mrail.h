@@ -558,7 +558,9 @@ struct mrail_rail_stats {
 	uint64_t tx_bytes, rx_bytes;       /* payload bytes (user data) */
 	uint64_t tx_msgs, rx_msgs;         /* messages whose first byte used
 	                                      this rail (eager or rendezvous) */
-	uint64_t tx_chunks, rx_chunks;     /* rendezvous payload chunks */
+	uint64_t tx_chunks, rx_chunks;     /* rendezvous payload frames (a
+	                                      chunk may travel as several:
+	                                      docs/pacing.md) */
 	uint64_t tx_packets, rx_packets;   /* eager/control packets */
 	uint64_t tx_wire_bytes, rx_wire_bytes; /* everything, headers included */
 	double tx_busy_seconds;  /* time with packets or chunks posted on this

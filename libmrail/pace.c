@@ -39,6 +39,18 @@
  * one-sided chunks (RDMA reads by the receiver, no RTR for them) take no
  * part: the engine cannot tell their last answer.
  *
+ * Payload never holds a connection's other traffic for long. A DATA frame
+ * handed to a driver is ahead of everything sent on that connection after
+ * it: a chunk of megabytes handed whole held the RTS, RTR and eager
+ * messages that followed for as long as the chunk took (25 ms for 3 MiB
+ * at 1 Gbit/s), and in a bidirectional stream each side's answers waited
+ * behind its own payload, so the two directions took turns (half the
+ * bandwidth in about one run of three: docs/pacing.md, "Answers behind
+ * payload"). So chunks are cut into frames of at most half of what the
+ * rail moves in PACE_AHEAD, and a rail's driver holds at most that much
+ * payload; the next frame goes when one completes. (The kernel's part
+ * is the driver's: tcp bounds a socket's unsent bytes, TCP_NOTSENT_LOWAT.)
+ *
  * A connection whose frames stop moving (a receiver that does not read)
  * must not hold the NIC for everyone: after PACE_STALL seconds in which
  * neither the driver took any of its bytes nor the kernel sent any, the
@@ -61,6 +73,13 @@
  * a fraction of a millisecond apart (0.1-0.4 ms in netlab traces, three
  * ranks on two cores); one descheduled in between can take longer. */
 #define PACE_ORDER_WAIT 0.001
+/* A rail's driver holds at most the payload the rail moves in this long
+ * (within the bounds below): enough that the rail never runs dry between
+ * two progress passes of a caller that polls, little enough that a
+ * packet posted behind it is not held for long. */
+#define PACE_AHEAD 0.002
+#define PACE_AHEAD_MIN ((uint64_t)256 << 10)
+#define PACE_AHEAD_MAX ((uint64_t)16 << 20)
 
 int pace_config(struct mrail_engine *e)
 {
@@ -68,6 +87,28 @@ int pace_config(struct mrail_engine *e)
 	return config_env_switch("MRAIL_PACE", "1 (pace each NIC, the default) "
 				 "or 0 (hand chunks to the drivers at once)",
 				 &e->pace);
+}
+
+static uint64_t ahead_of(const struct rail *r)
+{
+	double b = r->bandwidth * PACE_AHEAD;
+
+	if (!(b > (double)PACE_AHEAD_MIN)) /* also a rail with no model */
+		return PACE_AHEAD_MIN;
+	return b < (double)PACE_AHEAD_MAX ? (uint64_t)b : PACE_AHEAD_MAX;
+}
+
+uint64_t pace_frame_max(const struct mrail_engine *e, const struct rail *r)
+{
+	return e->pace ? ahead_of(r) / 2 : UINT64_MAX;
+}
+
+/* Would op take r's driver beyond its share of payload? (Never the first
+ * frame: a frame larger than the share still goes, alone.) */
+static int over_ahead(const struct rail *r, const struct send_op *op)
+{
+	return r->pace_inflight > 0 &&
+	       r->pace_inflight + op->bytes > ahead_of(r);
 }
 
 static struct mrail_list *queue_of(struct local_rail *l)
@@ -186,7 +227,7 @@ static int may_go(struct mrail_engine *e, struct local_rail *l,
 {
 	if (!e->pace)
 		return 1;
-	if (!mrail_list_empty(queue_of(l)))
+	if (!mrail_list_empty(queue_of(l)) || over_ahead(op->rail, op))
 		return 0;
 	if (e->pace_npending && order_waits(e, l, op))
 		return 0;
@@ -222,15 +263,22 @@ static int hand(struct mrail_engine *e, struct send_op *op,
 		r->tx_last_move = mrail_now();
 	mrail_list_append(&r->posted, &op->link);
 	op->handed = 1;
+	if (e->pace) /* off: chunks go whole, and packets wait for idle */
+		r->pace_inflight += op->bytes;
 	if (l->pace_ops++ == 0 || l->pace_rail != r) {
 		l->pace_rail = r;
 		l->pace_moved_at = mrail_now();
 	}
 	trace_op(e, TRACE_POST, op);
+	/* Per frame, when it goes: a tagger must see this message's tag
+	 * before its bytes enter the socket, not when the RTR came. */
+	hooks_msg_tx(e, r, op->req->tag);
 	int rc = r->local->ops->send(r->ep, op->buf, op->len, body, cnt, op);
 	if (rc) {
 		mrail_list_remove(&op->link);
 		op->handed = 0;
+		if (e->pace)
+			r->pace_inflight -= op->bytes;
 		l->pace_ops--;
 		return rc;
 	}
@@ -259,7 +307,40 @@ int pace_data(struct mrail_engine *e, struct send_op *op,
 	return MRAIL_OK;
 }
 
-/* Frames waiting on l that may go now, in order. */
+/* Take op off l's queue and hand it to its driver (settled as failed,
+ * failing the rail, if it cannot go). */
+static void release_one(struct mrail_engine *e, struct send_op *op)
+{
+	struct rail *r = op->rail;
+
+	mrail_list_remove(&op->link);
+	op->held = 0;
+	r->pace_held--;
+	e->pace_held--;
+	int rc = r->state == RAIL_UP && r->ep
+			 ? hand(e, op, op->held_iov, op->held_cnt)
+			 : MRAIL_ERR_PEER;
+	if (rc != MRAIL_OK)
+		rail_op_done(e, op, rc); /* fails the rail */
+}
+
+/* The first frame waiting on l of another connection than the one l
+ * serves: what goes when that one stopped moving (its own frames would
+ * not help anyone). */
+static struct send_op *first_of_others(struct local_rail *l)
+{
+	struct mrail_list *pos, *q = queue_of(l);
+
+	for (pos = q->next; pos != q; pos = pos->next) {
+		struct send_op *op = mrail_list_entry(pos, struct send_op, link);
+		if (op->rail != l->pace_rail)
+			return op;
+	}
+	return NULL;
+}
+
+/* Frames waiting on l that may go now, in order; with force, first the
+ * first one of another connection whatever the rules say. */
 static void release(struct mrail_engine *e, struct local_rail *l, int force)
 {
 	struct mrail_list *q = queue_of(l);
@@ -267,22 +348,16 @@ static void release(struct mrail_engine *e, struct local_rail *l, int force)
 	if (l->pace_releasing)
 		return;
 	l->pace_releasing = 1;
+	struct send_op *forced = force ? first_of_others(l) : NULL;
+	if (forced)
+		release_one(e, forced);
 	while (!mrail_list_empty(q)) {
 		struct send_op *op = mrail_list_first(q, struct send_op, link);
 		struct rail *r = op->rail;
-		if (!force && (!free_for(l, r) ||
-			       (e->pace_npending && order_waits(e, l, op))))
+		if (over_ahead(r, op) || !free_for(l, r) ||
+		    (e->pace_npending && order_waits(e, l, op)))
 			break;
-		force = 0;
-		mrail_list_remove(&op->link);
-		op->held = 0;
-		r->pace_held--;
-		e->pace_held--;
-		int rc = r->state == RAIL_UP && r->ep
-				 ? hand(e, op, op->held_iov, op->held_cnt)
-				 : MRAIL_ERR_PEER;
-		if (rc != MRAIL_OK)
-			rail_op_done(e, op, rc); /* fails the rail */
+		release_one(e, op);
 	}
 	l->pace_releasing = 0;
 }
@@ -300,6 +375,8 @@ void pace_op_done(struct mrail_engine *e, struct send_op *op)
 	if (!op->handed)
 		return;
 	op->handed = 0;
+	if (e->pace)
+		op->rail->pace_inflight -= op->bytes;
 	if (l->pace_ops > 0)
 		l->pace_ops--;
 	l->pace_moved_at = mrail_now();
@@ -341,12 +418,17 @@ void pace_tick(struct mrail_engine *e, double now)
 		release(e, l, 0);
 		if (mrail_list_empty(&l->pace_q))
 			continue;
-		if (now - l->pace_moved_at > PACE_STALL) {
+		if (now - l->pace_moved_at <= PACE_STALL)
+			continue;
+		/* Only its own frames wait (a slow receiver): nothing to let
+		 * by; look again in PACE_STALL, not at every pass. */
+		int others = first_of_others(l) != NULL;
+		if (others)
 			mrail_debug("pace: %s: a connection took nothing for "
 				    "%.0f ms; the next peer's chunk goes anyway",
 				    l->name, (now - l->pace_moved_at) * 1e3);
-			l->pace_moved_at = now;
+		l->pace_moved_at = now;
+		if (others)
 			release(e, l, 1);
-		}
 	}
 }

@@ -41,6 +41,10 @@ int pace_data(struct mrail_engine *e, struct send_op *op,
 	      const struct iovec *body, int cnt);
 /* rail_op_done of an OP_DATA op, before it is freed. */
 void pace_op_done(struct mrail_engine *e, struct send_op *op);
+/* The largest DATA frame to cut a chunk on r into (rail.c): a rail's
+ * driver holds at most two of them, so what is sent on r after them
+ * waits for little payload. UINT64_MAX when pacing is off. */
+uint64_t pace_frame_max(const struct mrail_engine *e, const struct rail *r);
 /* Chunks r holds back (not yet handed to the driver). */
 int pace_rail_holds(const struct rail *r);
 /* Timer pass: a NIC whose connection stopped moving lets the next go. */

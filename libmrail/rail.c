@@ -311,9 +311,12 @@ int rail_post_data(struct mrail_engine *e, struct rail *r,
 	int max = req->iovcnt < 16 ? 16 : req->iovcnt, rc = MRAIL_OK;
 	int per_frame = r->local->caps.max_body_iov;
 
-	if (len > r->local->caps.max_body) {
-		/* Larger than one frame may carry: several frames. */
-		uint64_t step = r->local->caps.max_body;
+	uint64_t step = pace_frame_max(e, r);
+	if (step > r->local->caps.max_body)
+		step = r->local->caps.max_body;
+	if (len > step) {
+		/* Larger than one frame may carry, or than pacing lets
+		 * the driver hold at once: several frames. */
 		for (uint64_t o = 0; o < len && rc == MRAIL_OK; o += step)
 			rc = rail_post_data(e, r, req, recv_id, offset + o,
 					    len - o < step ? len - o : step);
@@ -348,7 +351,8 @@ int rail_post_data(struct mrail_engine *e, struct rail *r,
 
 int rail_is_idle(const struct rail *r)
 {
-	return r->state == RAIL_UP && r->local->ops->ep_backlog(r->ep) == 0;
+	return r->state == RAIL_UP &&
+	       rail_takes_packets(r, r->local->ops->ep_backlog(r->ep));
 }
 
 /* The prediction strategies see: the model (or the nominal figures),
@@ -374,7 +378,7 @@ unsigned gate_rail_views(struct gate *g, struct mrail_rail_view *views,
 		struct mrail_rail_view *v = &views[n++];
 		v->index = i;
 		v->backlog_bytes = r->local->ops->ep_backlog(r->ep);
-		v->idle = v->backlog_bytes == 0;
+		v->idle = rail_takes_packets(r, v->backlog_bytes);
 		v->bandwidth = r->bandwidth;
 		v->latency = r->latency;
 		v->eager_max = r->eager_max;

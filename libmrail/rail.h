@@ -129,6 +129,8 @@ struct rail {
 	int fail_pending;         /* a completion failed: fails at next tick */
 	int reconnecting;         /* this connection replaces a failed one */
 	unsigned pace_held;       /* its chunks waiting on its NIC (pace.c) */
+	uint64_t pace_inflight;   /* payload bytes handed to the driver and
+	                             not completed (pace.c: bounded) */
 	int peer_closed;          /* failed by the peer's end closing (EOF,
 	                             reset, reconnection refused), not by a
 	                             timeout: the peer process may be gone */
@@ -237,6 +239,16 @@ int rail_post_data(struct mrail_engine *e, struct rail *r,
 		   struct mrail_request *req, uint64_t recv_id,
 		   uint64_t offset, uint64_t len);
 int rail_is_idle(const struct rail *r);
+/* May a packet go to r's driver, which has backlog bytes not yet sent?
+ * Yes when they are only payload that pacing let it hold (at most a
+ * share, pace.c): the packet then waits behind that little, not behind
+ * the rest of the chunk, which stays in the engine until it has left.
+ * (Only idle rails take packets: the messages of a gate whose rails are
+ * stuck wait in its queue, aggregated.) */
+static inline int rail_takes_packets(const struct rail *r, uint64_t backlog)
+{
+	return backlog <= r->pace_inflight;
+}
 
 /* hooks.c: per-connection hooks of the layer above */
 void hooks_rail_up(struct mrail_engine *e, struct rail *r);

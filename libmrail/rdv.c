@@ -320,7 +320,6 @@ void rdv_on_rtr(struct mrail_engine *e, struct rail *rail,
 		rma_on_rtr_put(e, rail, s, rtr);
 		return;
 	}
-	hooks_msg_tx(e, rail, s->tag);
 	int rc = rail_post_data(e, rail, s, rtr->recv_id, rtr->offset, rtr->len);
 	if (rc != MRAIL_OK)
 		gate_fail(e, rail->gate, rc, "posting a payload chunk failed");

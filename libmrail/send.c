@@ -407,7 +407,8 @@ static void gate_schedule_mode(struct mrail_engine *e, struct gate *g,
 	while (g->state == GATE_UP && !mrail_list_empty(&g->sendq)) {
 		struct rail *lone = lone_rail(e, g, rail_idle);
 		if (lone) {
-			if (lone->local->ops->ep_backlog(lone->ep) != 0)
+			if (!rail_takes_packets(lone, lone->local->ops->ep_backlog(
+							      lone->ep)))
 				break; /* as below: only an idle rail */
 			struct mrail_request *m = mrail_list_first(
 				&g->sendq, struct mrail_request, link);

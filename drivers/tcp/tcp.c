@@ -121,6 +121,16 @@ static void tune_socket(const struct mrail_drv *drv, int fd)
 		    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt) < 0)
 			mrail_debug("tcp: keepalive: %s", strerror(errno));
 	}
+	/* Whatever the socket holds unsent is ahead of the next frame: with
+	 * 4 MiB buffers an RTR or a small message posted behind a payload
+	 * chunk waited for up to the whole buffer to drain (35 ms at 1
+	 * Gbit/s; docs/pacing.md, "Answers behind payload"). The rest of
+	 * the payload waits in the engine, which bounds what a driver holds
+	 * (pace.c). Sent bytes not yet acknowledged are not limited. */
+	if (drv->notsent_lowat > 0 &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &drv->notsent_lowat,
+		       sizeof drv->notsent_lowat) < 0)
+		mrail_debug("tcp: TCP_NOTSENT_LOWAT: %s", strerror(errno));
 	if (drv->sockbuf <= 0)
 		return;
 	/* Best effort: the kernel caps these at net.core.[rw]mem_max. */
@@ -170,6 +180,12 @@ static int param_value(const char *key, const char *val, struct mrail_drv *drv)
 		if (mrail_parse_size(val, &v) || v > (1u << 30))
 			return -1;
 		drv->sockbuf = (int)v;
+		return 0;
+	}
+	if (!strcmp(key, "notsent_lowat")) {
+		if (mrail_parse_size(val, &v) || v > (1u << 30))
+			return -1;
+		drv->notsent_lowat = (int)v;
 		return 0;
 	}
 	if (!strcmp(key, "rto_max_ms")) {
@@ -231,6 +247,7 @@ static int tcp_params(const char *params, struct mrail_drv *drv)
 	 * healthy connections pay one empty segment per second. */
 	drv->keepalive = TCP_DEFAULT_KEEPALIVE;
 	drv->rto_max_ms = TCP_DEFAULT_RTO_MAX_MS;
+	drv->notsent_lowat = TCP_DEFAULT_NOTSENT_LOWAT;
 	for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
 		const char *s = getenv(env[i][0]);
 		if (s && param_value(env[i][1], s, drv)) {
@@ -249,7 +266,7 @@ static int tcp_params(const char *params, struct mrail_drv *drv)
 			mrail_error("invalid MRAIL_DRIVER_PARAMS: tcp has no "
 				    "parameter '%s' (known: loopback_rails, "
 				    "sockbuf, user_timeout_ms, keepalive, "
-				    "rto_max_ms)", key);
+				    "rto_max_ms, notsent_lowat)", key);
 			return MRAIL_ERR_CONFIG;
 		}
 		if (rc < 0) {

@@ -92,6 +92,8 @@ struct mrail_drv {
 	int rto_max_ms;          /* TCP_RTO_MAX_MS on rail sockets, 0: kernel's
 	                            (120 s); kernels before 6.15 ignore it */
 #define TCP_DEFAULT_RTO_MAX_MS 1000
+	int notsent_lowat;       /* TCP_NOTSENT_LOWAT bytes, 0: kernel's */
+#define TCP_DEFAULT_NOTSENT_LOWAT (128 * 1024)
 
 	struct iovec gather[TCP_IOV_MAX]; /* flush scratch */
 	/* One receive buffer of TCP_RBUF_MIN that a drained connection

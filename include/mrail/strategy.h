@@ -48,7 +48,10 @@ struct mrail_rail_model;
 /* What a strategy may know about one rail of a gate. */
 struct mrail_rail_view {
 	unsigned index;         /* rail index within the gate */
-	int idle;               /* nothing waiting to leave on this rail */
+	int idle;               /* nothing waiting to leave on this rail
+				   but the payload pacing lets its driver
+				   hold (docs/pacing.md): a packet posted
+				   now leaves at once or right after it */
 	uint64_t backlog_bytes; /* bytes posted, not yet handed to the NIC */
 	double bandwidth;       /* bytes/s, asymptotic (profile, in-band
 				   samples or nominal) */

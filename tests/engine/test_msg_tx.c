@@ -2,7 +2,7 @@
  * The msg_tx hook (the seam of the SDN tagger), mrail-run -n 2: rank 0
  * sends messages of every protocol one at a time (eager, rendezvous split
  * over the rails); for each, on every rail, the hook saw the message's own
- * tag once per record or payload chunk the rail's stats say it carried
+ * tag once per record or payload frame the rail's stats say it carried
  * (tx_msgs + tx_chunks), with that rail's rail_up state. Rank 1 only
  * receives meanwhile: answering with RTRs must not report any of them. Then a
  * burst of small messages (aggregated): each report names one of them.
