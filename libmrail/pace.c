@@ -420,15 +420,21 @@ void pace_tick(struct mrail_engine *e, double now)
 			continue;
 		if (now - l->pace_moved_at <= PACE_STALL)
 			continue;
-		/* Only its own frames wait (a slow receiver): nothing to let
-		 * by; look again in PACE_STALL, not at every pass. */
-		int others = first_of_others(l) != NULL;
-		if (others)
-			mrail_debug("pace: %s: a connection took nothing for "
-				    "%.0f ms; the next peer's chunk goes anyway",
-				    l->name, (now - l->pace_moved_at) * 1e3);
+		/* No completion for PACE_STALL. Its frames may still be moving
+		 * (a frame on a slow rail takes longer than that, and when the
+		 * queue's head is its own frame waiting for its share nothing
+		 * above looked): ask the driver and the kernel, once per
+		 * PACE_STALL, not at every pass. Only its own frames waiting
+		 * (a slow receiver): nothing to let by. */
+		uint64_t unsent;
+		int moved = owner_moved(l, &unsent);
+		double idle_for = now - l->pace_moved_at;
 		l->pace_moved_at = now;
-		if (others)
-			release(e, l, 1);
+		if (moved || !first_of_others(l))
+			continue;
+		mrail_debug("pace: %s: a connection took nothing for %.0f ms; "
+			    "the next peer's chunk goes anyway", l->name,
+			    idle_for * 1e3);
+		release(e, l, 1);
 	}
 }

@@ -69,6 +69,31 @@ static inline double test_mono(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The same in nanoseconds, for times that travel in messages. */
+static inline uint64_t test_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One blocking send or receive (exact tag). */
+static inline void test_send_wait(mrail_engine_t *e, uint32_t to,
+				  const void *buf, size_t len, uint64_t tag)
+{
+	mrail_request_t *rq;
+	CHECK_RC(mrail_isend(e, to, buf, len, tag, &rq));
+	CHECK_RC(mrail_wait(e, rq, NULL));
+}
+
+static inline void test_recv_wait(mrail_engine_t *e, uint32_t from, void *buf,
+				  size_t len, uint64_t tag)
+{
+	mrail_request_t *rq;
+	CHECK_RC(mrail_irecv(e, from, buf, len, tag, MRAIL_TAG_MASK_ALL, &rq));
+	CHECK_RC(mrail_wait(e, rq, NULL));
+}
+
 /* The counters of every rail to `peer`, summed. */
 static inline struct mrail_rail_stats test_rail_totals(mrail_engine_t *e,
 						       mrail_peer_t peer)

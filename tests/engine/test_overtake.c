@@ -25,7 +25,6 @@
  */
 #include "harness.h"
 
-#include <time.h>
 
 #define LARGE (16u << 20)
 #define ROUNDS 7
@@ -35,29 +34,6 @@
 #define TAG_SMALL 0x0ce10002ull
 #define TAG_READY 0x0ce10003ull
 #define TAG_TIME 0x0ce10004ull
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void send_wait(mrail_engine_t *e, uint32_t to, void *buf, size_t len,
-		      uint64_t tag)
-{
-	mrail_request_t *rq;
-	CHECK_RC(mrail_isend(e, to, buf, len, tag, &rq));
-	CHECK_RC(mrail_wait(e, rq, NULL));
-}
-
-static void recv_wait(mrail_engine_t *e, uint32_t from, void *buf,
-		      size_t len, uint64_t tag)
-{
-	mrail_request_t *rq;
-	CHECK_RC(mrail_irecv(e, from, buf, len, tag, MRAIL_TAG_MASK_ALL, &rq));
-	CHECK_RC(mrail_wait(e, rq, NULL));
-}
 
 /* Bytes per second of all of rank 0's rails to rank 1 together, as the
  * engine models them (the strategy splits by these). */
@@ -84,16 +60,16 @@ static int sender(mrail_engine_t *e, uint8_t *buf)
 	for (int round = 0; round < ROUNDS; round++) {
 		mrail_request_t *rq[2];
 		uint64_t t[2];
-		recv_wait(e, 1, NULL, 0, TAG_READY);
+		test_recv_wait(e, 1, NULL, 0, TAG_READY);
 		CHECK_RC(mrail_isend(e, 1, buf, LARGE, TAG_LARGE, &rq[0]));
-		uint64_t until = now_ns() + (uint64_t)(wait_s * 1e9);
-		while (now_ns() < until)
+		uint64_t until = test_mono_ns() + (uint64_t)(wait_s * 1e9);
+		while (test_mono_ns() < until)
 			mrail_progress(e);
-		uint64_t posted = now_ns();
+		uint64_t posted = test_mono_ns();
 		CHECK_RC(mrail_isend(e, 1, &small, sizeof small, TAG_SMALL,
 				     &rq[1]));
 		CHECK_RC(mrail_wait_all(e, 2, rq, NULL));
-		recv_wait(e, 1, t, sizeof t, TAG_TIME);
+		test_recv_wait(e, 1, t, sizeof t, TAG_TIME);
 		double ds = (double)(int64_t)(t[0] - posted) / 1e9;
 		double dl = (double)(int64_t)(t[1] - posted) / 1e9;
 		int ok = dl > 0 && ds <= SMALL_SHARE * dl;
@@ -118,7 +94,7 @@ static void receiver(mrail_engine_t *e, uint8_t *buf)
 				     MRAIL_TAG_MASK_ALL, &rq[0]));
 		CHECK_RC(mrail_irecv(e, 0, &small, sizeof small, TAG_SMALL,
 				     MRAIL_TAG_MASK_ALL, &rq[1]));
-		send_wait(e, 0, NULL, 0, TAG_READY);
+		test_send_wait(e, 0, NULL, 0, TAG_READY);
 		/* Whichever completes first; the times say which. */
 		int left = 2;
 		while (left > 0) {
@@ -126,13 +102,13 @@ static void receiver(mrail_engine_t *e, uint8_t *buf)
 				if (!rq[i] || mrail_test(e, rq[i], NULL) != MRAIL_OK)
 					continue;
 				rq[i] = NULL;
-				t[i == 0 ? 1 : 0] = now_ns();
+				t[i == 0 ? 1 : 0] = test_mono_ns();
 				left--;
 			}
 		}
 		CHECK(small == 0x5a5a5a5a5a5a5a5aull);
 		CHECK(pattern_check(buf, LARGE, 31) == LARGE);
-		send_wait(e, 0, t, sizeof t, TAG_TIME);
+		test_send_wait(e, 0, t, sizeof t, TAG_TIME);
 	}
 }
 

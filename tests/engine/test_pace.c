@@ -35,7 +35,6 @@
  */
 #include "harness.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #define MSG_BYTES (32u << 20)
@@ -47,28 +46,6 @@
 #define TAG_READY 0x9ace0002ull
 #define TAG_TIME 0x9ace0003ull
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void send_wait(mrail_engine_t *e, uint32_t to, void *buf, size_t len,
-		      uint64_t tag)
-{
-	mrail_request_t *rq;
-	CHECK_RC(mrail_isend(e, to, buf, len, tag, &rq));
-	CHECK_RC(mrail_wait(e, rq, NULL));
-}
-
-static void recv_wait(mrail_engine_t *e, uint32_t from, uint64_t tag)
-{
-	mrail_request_t *rq;
-	CHECK_RC(mrail_irecv(e, from, NULL, 0, tag, MRAIL_TAG_MASK_ALL, &rq));
-	CHECK_RC(mrail_wait(e, rq, NULL));
-}
-
 /* Rounds of two messages of len bytes; returns how many rounds ended
  * the first at most `first` of the way to the last. */
 static int sender(mrail_engine_t *e, uint8_t *buf, size_t len, int rounds,
@@ -79,8 +56,8 @@ static int sender(mrail_engine_t *e, uint8_t *buf, size_t len, int rounds,
 		mrail_request_t *rq[4];
 		uint64_t t[3];
 		for (uint32_t p = 1; p <= 2; p++)
-			recv_wait(e, p, TAG_READY);
-		uint64_t t0 = now_ns();
+			test_recv_wait(e, p, NULL, 0, TAG_READY);
+		uint64_t t0 = test_mono_ns();
 		CHECK_RC(mrail_isend(e, 1, buf, len, TAG_DATA, &rq[0]));
 		CHECK_RC(mrail_isend(e, 2, buf, len, TAG_DATA, &rq[1]));
 		CHECK_RC(mrail_irecv(e, 1, &t[1], 8, TAG_TIME,
@@ -112,11 +89,11 @@ static void receiver(mrail_engine_t *e, uint8_t *buf, size_t len, int rounds)
 		memset(buf, 0, len);
 		CHECK_RC(mrail_irecv(e, 0, buf, len, TAG_DATA,
 				     MRAIL_TAG_MASK_ALL, &rq));
-		send_wait(e, 0, NULL, 0, TAG_READY);
+		test_send_wait(e, 0, NULL, 0, TAG_READY);
 		CHECK_RC(mrail_wait(e, rq, NULL));
-		uint64_t t = now_ns();
+		uint64_t t = test_mono_ns();
 		CHECK(pattern_check(buf, len, 24) == len);
-		send_wait(e, 0, &t, 8, TAG_TIME);
+		test_send_wait(e, 0, &t, 8, TAG_TIME);
 	}
 }
 
@@ -141,8 +118,8 @@ static void death(mrail_engine_t *e, uint8_t *buf)
 
 	if (me == 0) {
 		pattern_fill(buf, MSG_BYTES, 24);
-		recv_wait(e, 1, TAG_READY);
-		recv_wait(e, 2, TAG_READY);
+		test_recv_wait(e, 1, NULL, 0, TAG_READY);
+		test_recv_wait(e, 2, NULL, 0, TAG_READY);
 		CHECK_RC(mrail_isend(e, 1, buf, MSG_BYTES, TAG_DATA, &rq[0]));
 		CHECK_RC(mrail_isend(e, 2, buf, MSG_BYTES, TAG_DATA, &rq[1]));
 		int rc = mrail_wait_all(e, 2, rq, st);
@@ -151,18 +128,18 @@ static void death(mrail_engine_t *e, uint8_t *buf)
 		/* All of it within rank 2's last 3 ms would be a success. */
 		CHECK(st[1].error == MRAIL_OK || st[1].error == MRAIL_ERR_PEER);
 		printf("send to the dead rank: %s\n", mrail_strerror(st[1].error));
-		recv_wait(e, 1, TAG_TIME);
+		test_recv_wait(e, 1, NULL, 0, TAG_TIME);
 	} else if (me == 1) {
 		CHECK_RC(mrail_irecv(e, 0, buf, MSG_BYTES, TAG_DATA,
 				     MRAIL_TAG_MASK_ALL, &rq[0]));
-		send_wait(e, 0, NULL, 0, TAG_READY);
+		test_send_wait(e, 0, NULL, 0, TAG_READY);
 		CHECK_RC(mrail_wait(e, rq[0], NULL));
 		CHECK(pattern_check(buf, MSG_BYTES, 24) == MSG_BYTES);
-		send_wait(e, 0, NULL, 0, TAG_TIME);
+		test_send_wait(e, 0, NULL, 0, TAG_TIME);
 	} else {
 		CHECK_RC(mrail_irecv(e, 0, buf, MSG_BYTES, TAG_DATA,
 				     MRAIL_TAG_MASK_ALL, &rq[0]));
-		send_wait(e, 0, NULL, 0, TAG_READY);
+		test_send_wait(e, 0, NULL, 0, TAG_READY);
 		/* Until the RTR has left (a packet more on the rail; rank 1's
 		 * 32 MiB, which rank 2's chunks wait behind, takes longer). */
 		struct mrail_rail_stats s0, s;
