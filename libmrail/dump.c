@@ -124,7 +124,8 @@ static void dump_rail(struct dump *d, const struct rail *r, double now,
 				   ? r->local->ops->ep_backlog(r->ep)
 				   : 0;
 	out(d, "  %s %u epoch %u: %s%s%s %s <-> %s backlog %llu posted %u "
-	    "pace-held %u payload-in-driver %llu; packets sent %u acked %u (retained %u%s), "
+	    "pace-held %u payload-in-driver %llu; packets sent %u acked %u "
+	    "(retained %u%s), "
 	    "received %u acked to peer %u; heard %.3f s "
 	    "ago; rx waits %u%s; down told %d heard %d settled %d, retry in "
 	    "%.3f s; model %.1f MB/s (%s) x %.2f; busy sending %.3f s, "
@@ -133,7 +134,8 @@ static void dump_rail(struct dump *d, const struct rail *r, double now,
 	    r->reconnecting ? " reconnecting" : "",
 	    r->fail_pending ? " fail-pending" : "", r->stats.local,
 	    r->stats.remote, (unsigned long long)backlog, list_len(&r->posted),
-	    r->pace_held, (unsigned long long)r->pace_inflight, r->tx_pseq, r->peer_acked, retained, oldest,
+	    r->pace_held, (unsigned long long)r->pace_inflight, r->tx_pseq,
+	    r->peer_acked, retained, oldest,
 	    r->rx_pseq, r->ack_sent, age(now, r->rx_last), r->rx_count,
 	    r->rx_len ? " mid-body" : "", r->down_told, r->down_heard,
 	    r->settled, r->retry_at > 0 ? r->retry_at - now : -1,
