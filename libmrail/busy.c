@@ -36,6 +36,9 @@
 /* Chunks predicted to take less than this many latencies say more about
  * latency (and the RTR's trip) than about the rail's speed. */
 #define BUSY_LEARN_LATENCIES 16
+/* The same for a chunk that ran back to back with the one before it
+ * (learn()): its transfer alone is measured. */
+#define BUSY_LEARN_QUEUED_LATENCIES 12
 /* Weight of the newest measurement in the time scale, and its bounds: a
  * correction of the model, not a replacement (with a weight of 1/4 and
  * bounds 0.25..4, two peers sharing a sender's NICs drove scales to 4 and
@@ -142,16 +145,38 @@ static void normalize(struct gate *g)
 				bounded(g->rails[i]->time_scale / mean);
 }
 
+/*
+ * A chunk requested while the one before it was still arriving (its RTR
+ * and first byte had time to be there before the rail came free) ran
+ * back to back with it: from that chunk's completion to its own is the
+ * transfer alone, compared with the occupancy, and 12 latencies of it are
+ * enough to measure (at 8, the 3.5 KiB chunks of 32 KiB messages on that
+ * rail learned their arrival jitter: 183-192 MB/s instead of 209). Otherwise (the first chunk of a busy period) the
+ * duration includes the RTR's trip, and only chunks of many latencies say
+ * something about speed. Without the first rule a slow rail's chunks in a
+ * window of 64 KiB messages (6.4 KiB of 64 KiB on 200 Mbit/s, just under
+ * 16 latencies) never taught their rail, while the normalisation below
+ * moved its scale by the other rails' common error each time they learned:
+ * to the 0.5 bound within one window, a doubled share in the next, and
+ * 3-rail streaming at 64 KiB alternating between 214 and 115 MB/s from
+ * one window to the next (docs/fig8.md, 2026-12-07).
+ */
 static void learn(struct rail *r, const struct rx_expect *x, double now)
 {
-	double pred = predict_raw(r, x->bytes);
-	/* Small chunks measure latency; chunks that shared a NIC with other
-	 * peers' traffic measure the sharing, which busy-until counts
-	 * already. Neither says how fast the rail is. */
-	if (!(pred >= BUSY_LEARN_LATENCIES * r->latency) || x->shared ||
-	    r->local->rx_pending > r->rx_count)
+	/* Chunks that shared a NIC with other peers' traffic measure the
+	 * sharing, which busy-until counts already: not the rail's speed. */
+	if (x->shared || r->local->rx_pending > r->rx_count)
 		return;
+	double pred = predict_raw(r, x->bytes);
 	double start = later(x->posted, r->rx_last_done);
+	double least = BUSY_LEARN_LATENCIES * r->latency;
+	if (r->rx_last_done > 0 &&
+	    x->posted + 2 * r->latency <= r->rx_last_done) {
+		pred -= r->latency;
+		least = BUSY_LEARN_QUEUED_LATENCIES * r->latency;
+	}
+	if (!(pred >= least) || !(pred > 0))
+		return;
 	double ratio = (now - start) / pred;
 	if (!(ratio > 0))
 		return;

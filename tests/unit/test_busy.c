@@ -27,6 +27,63 @@ static int near(double a, double b, double tol)
 	return fabs(a - b) <= tol;
 }
 
+/* Spin until `t` (CLOCK_MONOTONIC seconds): busy.c reads the real clock. */
+static void spin_until(double t)
+{
+	while (mrail_now() < t)
+		;
+}
+
+/*
+ * Windows of messages split over a fast and a slow rail, both streaming at
+ * half the speed their models say (a ping-pong profile of a shaped link):
+ * each window requests 2 chunks of 400 KB on the fast rail and 4 of 20 KB on
+ * the slow one at once. The slow rail's chunks are predicted under 16
+ * latencies (717 us, latency 50 us), so only its chunks that ran back to back
+ * with the one before can teach it; they must, or the fast rail's learning,
+ * normalised over the gate, drives the slow rail's scale to its bound (0.5)
+ * and doubles its share of the next plan (docs/fig8.md, 2026-12-07).
+ */
+static void queued_small_chunks_learn(void)
+{
+	struct local_rail lf, ls;
+	struct rail f, sl;
+	struct gate g;
+	memset(&lf, 0, sizeof lf);
+	memset(&ls, 0, sizeof ls);
+	memset(&g, 0, sizeof g);
+	make_rail(&f, &lf, 300 * MB);
+	make_rail(&sl, &ls, 30 * MB);
+	f.latency = sl.latency = 50e-6;
+	f.state = sl.state = RAIL_UP;
+	g.nrails = 2;
+	g.rails[0] = &f;
+	g.rails[1] = &sl;
+	f.gate = sl.gate = &g;
+	for (int w = 0; w < 6; w++) {
+		double t0 = mrail_now();
+		for (int k = 0; k < 2; k++)
+			busy_rx_expect(&f, 400000);
+		for (int k = 0; k < 4; k++)
+			busy_rx_expect(&sl, 20000);
+		/* Arrivals at twice the predicted occupancy, in time order:
+		 * slow every 1.33 ms, fast every 2.67 ms. */
+		for (int k = 1; k <= 4; k++) {
+			spin_until(t0 + 20e-6 + k * 1.3334e-3);
+			busy_rx_arrived(&sl, 20000);
+			if (k % 2 == 0)
+				busy_rx_arrived(&f, 400000);
+		}
+	}
+	/* Both rails are off by the same factor: relative to each other
+	 * their models are right, and so the scales stay near each other. */
+	CHECK(sl.time_scale > 0.75);
+	CHECK(sl.time_scale / f.time_scale > 0.75 &&
+	      sl.time_scale / f.time_scale < 1.33);
+	busy_rail_close(&f);
+	busy_rail_close(&sl);
+}
+
 int main(void)
 {
 	struct local_rail l;
@@ -169,6 +226,7 @@ int main(void)
 	busy_rail_close(&r2);
 	busy_rail_close(&a);
 	busy_rail_close(&b);
+	queued_small_chunks_learn();
 	puts("test_busy: ok");
 	return 0;
 }
