@@ -554,15 +554,57 @@ static int send_pieces(struct mrail_engine *e, struct gate *g,
 }
 
 /*
+ * Where a lone eager message of `need` record bytes leaves at once, as
+ * gate_schedule_mode would send it at post time; NULL when it would wait
+ * (no idle rail, or held for a burst). One rail under a strategy that
+ * sends a lone message there (lone_rail): no views and no strategy call.
+ * Several rails: the strategy's eager_rail decides, offered this message
+ * alone, exactly as it would be offered the queue holding only it.
+ */
+static struct rail *direct_rail(struct mrail_engine *e, struct gate *g,
+				size_t need)
+{
+	size_t room = e->packet_cap - sizeof(struct mrail_wire_pkt_hdr);
+	struct rail *rail;
+	if (g->nrails == 1) {
+		rail = g->rails[0];
+		if (!mrail_strategy_lone_direct(e->strategy) || !rail ||
+		    rail->state != RAIL_UP ||
+		    rail->local->ops->ep_backlog(rail->ep) != 0)
+			return NULL;
+	} else {
+		struct mrail_rail_view views[MRAIL_MAX_RAILS];
+		size_t bytes[1] = {need};
+		unsigned n = gate_rail_views(g, views, VIEW_SEND), count = 0;
+		unsigned idle = 0;
+		for (unsigned i = 0; i < n; i++)
+			idle += views[i].idle != 0;
+		if (idle == 0) /* the strategy is asked only with one */
+			return NULL;
+		if (n > 1 && room > SPREAD_PACKET_ROOM)
+			room = SPREAD_PACKET_ROOM;
+		struct mrail_send_queue q = {1, 0, bytes, room};
+		int pick = e->strategy->eager_rail(e->strategy_state,
+						   g->strategy_peer, views, n,
+						   &q, &count);
+		if (pick < 0 || (unsigned)pick >= n || !views[pick].idle)
+			return NULL;
+		rail = g->rails[views[pick].index];
+	}
+	/* Held: queued there by the general path, as it would be. */
+	return burst_hold(e, g, rail, need, room, 1) ? NULL : rail;
+}
+
+/*
  * An eager send with MRAIL_REQ_IMMEDIATE that nothing stands before: the
- * gate is up with one idle rail, nothing is queued, and the strategy would
- * send a lone message there (lone_rail). Its caller wants no handle when
- * it completes inside the post, so no request is made: the payload goes
- * from the caller's buffer into a packet, as btl vader's sendi does (or,
- * through a driver that injects, straight into its ring). The
- * request's allocation, queueing and release were 40 % of an 8 B send's
- * instructions over shm (docs/driver-shm.md). Returns 1 when it took the
- * send (*rc its result), 0 for the general path.
+ * gate is up, nothing is queued, and an idle rail would take the message
+ * now (direct_rail). Its caller wants no handle when it completes inside
+ * the post, so no request is made: the payload goes from the caller's
+ * buffer into a packet, as btl vader's sendi does (or, through a driver
+ * that injects, straight into its ring). The request's allocation,
+ * queueing and release were 40 % of an 8 B send's instructions over shm
+ * (docs/driver-shm.md). Returns 1 when it took the send (*rc its
+ * result), 0 for the general path.
  */
 int send_direct(struct mrail_engine *e, mrail_peer_t dest,
 		const struct iovec *iov, int iovcnt, const void *buf,
@@ -571,14 +613,8 @@ int send_direct(struct mrail_engine *e, mrail_peer_t dest,
 {
 	ENGINE_ASSERT_LOCKED(e);
 	struct gate *g = gate_get(e, dest);
-	if (!g || g->state != GATE_UP || g->self || g->nrails != 1 ||
-	    e->offload || !mrail_list_empty(&g->sendq) ||
-	    (args->flags & MRAIL_REQ_SYNC) ||
-	    !mrail_strategy_lone_direct(e->strategy))
-		return 0;
-	struct rail *rail = g->rails[0];
-	if (!rail || rail->state != RAIL_UP ||
-	    rail->local->ops->ep_backlog(rail->ep) != 0)
+	if (!g || g->state != GATE_UP || g->self || e->offload ||
+	    !mrail_list_empty(&g->sendq) || (args->flags & MRAIL_REQ_SYNC))
 		return 0;
 	struct iovec one;
 	if (!iov) {
@@ -594,9 +630,9 @@ int send_direct(struct mrail_engine *e, mrail_peer_t dest,
 	size_t imm = (args->flags & MRAIL_REQ_DATA)
 			     ? sizeof(struct mrail_wire_imm) : 0;
 	size_t need = imm + mrail_wire_eager_size(len);
-	if (burst_hold(e, g, rail, need,
-		       e->packet_cap - sizeof(struct mrail_wire_pkt_hdr), 1))
-		return 0; /* queued there, as the general path would */
+	struct rail *rail = direct_rail(e, g, need);
+	if (!rail)
+		return 0;
 	if (rail->local->ops->inject && iovcnt <= RAIL_PIECES_MAX - 3) {
 		*rc = send_pieces(e, g, rail, iov, iovcnt, len, tag, args);
 		return 1;
