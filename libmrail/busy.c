@@ -151,15 +151,16 @@ static void normalize(struct gate *g)
  * back to back with it: from that chunk's completion to its own is the
  * transfer alone, compared with the occupancy, and 12 latencies of it are
  * enough to measure (at 8, the 3.5 KiB chunks of 32 KiB messages on that
- * rail learned their arrival jitter: 183-192 MB/s instead of 209). Otherwise (the first chunk of a busy period) the
- * duration includes the RTR's trip, and only chunks of many latencies say
- * something about speed. Without the first rule a slow rail's chunks in a
- * window of 64 KiB messages (6.4 KiB of 64 KiB on 200 Mbit/s, just under
- * 16 latencies) never taught their rail, while the normalisation below
- * moved its scale by the other rails' common error each time they learned:
- * to the 0.5 bound within one window, a doubled share in the next, and
- * 3-rail streaming at 64 KiB alternating between 214 and 115 MB/s from
- * one window to the next (docs/fig8.md, 2026-12-07).
+ * rail learned their arrival jitter: 183-192 MB/s instead of 209).
+ * Otherwise (the first chunk of a busy period) the duration includes the
+ * RTR's trip, and only chunks of many latencies say something about
+ * speed. Without the first rule a slow rail's chunks in a window of
+ * 64 KiB messages (6.4 KiB of 64 KiB on 200 Mbit/s, just under 16
+ * latencies) never taught their rail, while the normalisation below moved
+ * its scale by the other rails' common error each time they learned: to
+ * the 0.5 bound within one window, a doubled share in the next, and
+ * 3-rail streaming at 64 KiB at 151-159 MB/s instead of 214 (every other
+ * window held back by that rail; docs/fig8.md, 2026-12-07).
  */
 static void learn(struct rail *r, const struct rx_expect *x, double now)
 {
